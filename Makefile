@@ -1,0 +1,46 @@
+# `make run`: set up and serve on http://127.0.0.1:8080.  `make test`: set up and run every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CONFIG := local.toml
+
+.PHONY: run test lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall only when a requirements file changed.
+$(VENV)/.installed: requirements.txt requirements-dev.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# A local config with a freshly generated secret, written once and kept out of git.
+$(CONFIG): | $(BIN)/python
+	$(BIN)/python -c "import secrets, pathlib; \
+	text = pathlib.Path('config.example.toml').read_text(); \
+	assert 'secret_key = \"\"' in text; \
+	pathlib.Path('$(CONFIG)').write_text(text.replace('secret_key = \"\"', 'secret_key = \"' + secrets.token_urlsafe(32) + '\"', 1))"
+	@echo "wrote $(CONFIG) with a fresh secret_key"
+
+run: $(VENV)/.installed $(CONFIG)
+	$(BIN)/python -m umaserver --config $(CONFIG) init
+	$(BIN)/python -m umaserver --config $(CONFIG) serve
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy
+
+unit: $(VENV)/.installed
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+bench: $(VENV)/.installed
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

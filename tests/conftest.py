@@ -1,0 +1,220 @@
+"""Fixtures: `app`, `http` (the Flask test client: "client" means the OAuth client here), `cli`
+(the command line against the same config file), `store`, and `live_server` (a real
+`python -m umaserver serve` on a free port)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from click.testing import CliRunner
+from flask import Flask
+from flask.testing import FlaskClient
+
+from umaserver import create_app
+from umaserver.cli import main as cli_main
+from umaserver.config import Config, load_config
+from umaserver.db import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+SECRET = "test-secret-key-that-is-long-enough-0123456789"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def write_config(folder: Path, issuer: str = "http://uma.test", extra: str = "") -> Path:
+    path = folder / "config.toml"
+    path.write_text(
+        f'issuer = "{issuer}"\n'
+        'database = "uma.db"\n'
+        'policies = "policies.toml"\n'
+        f'secret_key = "{SECRET}"\n' + extra,
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.fixture
+def config_path(tmp_path: Path) -> Path:
+    return write_config(tmp_path)
+
+
+@pytest.fixture
+def config(config_path: Path) -> Config:
+    return load_config(config_path)
+
+
+@pytest.fixture
+def app(config: Config) -> Flask:
+    store = Store.open(config.database)
+    store.initialise()
+    store.close()
+    app = create_app(config)
+    app.config["TESTING"] = True
+    return app
+
+
+@pytest.fixture
+def http(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def store(app: Flask, config: Config) -> Iterator[Store]:
+    opened = Store.open(config.database)
+    yield opened
+    opened.close()
+
+
+@dataclass
+class Party:
+    """A client with a user and a token: a resource server with a PAT, or a client with an AAT."""
+
+    client_id: str
+    client_secret: str
+    username: str
+    token: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def make_party(
+    store: Store,
+    username: str,
+    scope: str,
+    client_id: str | None = None,
+    push_types: tuple[str, ...] = (),
+) -> Party:
+    secret = ""
+    if client_id is None:
+        made, secret = store.create_client(f"client of {username}", [], list(push_types))
+        client_id = made.client_id
+    user = store.get_user_by_username(username) or store.create_user(username, None, {})
+    assert user is not None
+    token = f"uma_at_test_{username}_{client_id}_{scope}_{time.monotonic_ns()}"
+    store.create_access_token(token, client_id, user.sub, scope, 3600)
+    return Party(client_id, secret, username, token)
+
+
+@pytest.fixture
+def rs(store: Store) -> Party:
+    """Resource server of alice, holding her PAT."""
+    return make_party(store, "alice", "uma_protection")
+
+
+class CLI:
+    def __init__(self, config_path: Path) -> None:
+        self.config_path = config_path
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None) -> Any:
+        result = self.runner.invoke(
+            cli_main,
+            ["--config", str(self.config_path), *args],
+            input=input,
+            catch_exceptions=False,
+        )
+        return result
+
+    def json(self, *args: str, input: str | None = None) -> Any:
+        result = self(*args, input=input)
+        assert result.exit_code == 0, result.stderr
+        return json.loads(result.stdout)
+
+
+@pytest.fixture
+def cli(config_path: Path) -> CLI:
+    return CLI(config_path)
+
+
+@dataclass
+class LiveServer:
+    url: str
+    config_path: Path
+    process: subprocess.Popen[str]
+
+    def command(self, *args: str, input: str | None = None) -> Any:
+        """Runs `python -m umaserver --config ... ARGS` as a separate process; returns its JSON."""
+        done = subprocess.run(
+            [sys.executable, "-m", "umaserver", "--config", str(self.config_path), *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+
+def start_server(folder: Path, extra_config: str = "", threads: int = 8) -> LiveServer:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    config_path = write_config(folder, issuer=url, extra=extra_config)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "umaserver",
+            "--config",
+            str(config_path),
+            "serve",
+            "--port",
+            str(port),
+            "--threads",
+            str(threads),
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited: {process.stdout.read() if process.stdout else ''}")
+        try:
+            requests.get(url + "/.well-known/uma-configuration", timeout=1)
+            break
+        except requests.ConnectionError:
+            time.sleep(0.05)
+    else:
+        process.kill()
+        raise RuntimeError("server did not start")
+    return LiveServer(url, config_path, process)
+
+
+def stop_server(server: LiveServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    server = start_server(tmp_path)
+    yield server
+    stop_server(server)

@@ -1,0 +1,139 @@
+"""The command line: JSON on stdout, sentences on stderr, exit 1 (2 for usage)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from flask.testing import FlaskClient
+
+from umaserver.db import Store
+
+from .conftest import CLI, write_config
+
+
+def test_init_is_safe_twice(cli: CLI, config_path: Path) -> None:
+    first = cli.json("init")
+    assert first == {"database": str(config_path.parent / "uma.db"), "status": "ready"}
+    assert cli.json("init") == first
+
+
+def test_client_create_prints_id_and_secret_once_stored_as_digest(cli: CLI, store: Store) -> None:
+    made = cli.json(
+        "client",
+        "create",
+        "--name",
+        "Photos RS",
+        "--redirect-uri",
+        "https://rs.example/cb",
+        "--push-claims",
+        "urn:example:roles",
+        "--push-claims",
+        "claim-client-claims-oidc-1.0",
+    )
+    assert set(made) == {"client_id", "client_secret"}
+    stored = store.get_client(made["client_id"])
+    assert stored is not None
+    assert stored.redirect_uris == ("https://rs.example/cb",)
+    assert stored.push_claim_types == ("urn:example:roles", "claim-client-claims-oidc-1.0")
+    assert stored.check_secret(made["client_secret"])
+    assert made["client_secret"] not in "\n".join(store.conn.iterdump())
+
+
+def test_user_create_takes_json_values_and_password_from_stdin(cli: CLI, store: Store) -> None:
+    made = cli.json(
+        "user",
+        "create",
+        "alice",
+        "--password-stdin",
+        "--claim",
+        'roles=["doctor"]',
+        "--claim",
+        "verified=true",
+        "--claim",
+        "name=Alice A",
+        input="correct horse\n",
+    )
+    found = store.get_user_by_username("alice")
+    assert found is not None and found.sub == made["sub"]
+    assert found.claims == {"roles": ["doctor"], "verified": True, "name": "Alice A"}
+    assert found.password_hash is not None and "correct horse" not in found.password_hash
+
+
+def test_token_issue_and_revoke(cli: CLI, http: FlaskClient) -> None:
+    client_id = cli.json("client", "create", "--name", "rs")["client_id"]
+    cli.json("user", "create", "alice")
+    issued = cli.json(
+        "token", "issue", "--client", client_id, "--user", "alice", "--scope", "uma_protection"
+    )
+    assert issued["token_type"] == "Bearer" and issued["expires_in"] == 3600
+    auth = {"Authorization": f"Bearer {issued['access_token']}"}
+    assert http.get("/rs/resource_set", headers=auth).status_code == 200
+    assert cli.json("token", "revoke", issued["access_token"]) == {"revoked": True}
+    assert http.get("/rs/resource_set", headers=auth).status_code == 401
+    again = cli("token", "revoke", issued["access_token"])
+    assert again.exit_code == 1 and again.stderr.strip() == "No live token matches."
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["client", "create", "--name", " "], 1, "The client name must not be empty."),
+        (["client", "create", "--name", "x", "--redirect-uri", "/cb"], 1, "is not an absolute"),
+        (
+            ["client", "create", "--name", "x", "--push-claims", "claim-client-redirect-1.0"],
+            1,
+            "gathered by this server",
+        ),
+        (["client", "create"], 2, "Missing option '--name'"),
+        (["user", "create", "bad name"], 1, "no white space"),
+        (["user", "create", "u", "--claim", "novalue"], 1, "NAME=VALUE"),
+        (["user", "create", "u", "--claim", "a=1", "--claim", "a=2"], 1, "given twice"),
+        (
+            ["token", "issue", "--client", "nope", "--user", "x", "--scope", "uma_protection"],
+            1,
+            "There is no client 'nope'.",
+        ),
+        (
+            ["token", "issue", "--client", "c", "--user", "x", "--scope", "admin"],
+            2,
+            "Invalid value",
+        ),
+        (["frobnicate"], 2, "No such command"),
+    ],
+)
+def test_errors_are_sentences_on_stderr(cli: CLI, args: list[str], code: int, message: str) -> None:
+    result = cli(*args)
+    assert result.exit_code == code
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_taken_username_and_unknown_user(cli: CLI) -> None:
+    cli.json("user", "create", "alice")
+    result = cli("user", "create", "alice")
+    assert result.exit_code == 1 and "taken" in result.stderr
+    client_id = cli.json("client", "create", "--name", "rs")["client_id"]
+    result = cli(
+        "token", "issue", "--client", client_id, "--user", "bob", "--scope", "uma_protection"
+    )
+    assert result.exit_code == 1 and result.stderr.strip() == "There is no user 'bob'."
+
+
+def test_bad_config_is_reported_line_per_key(tmp_path: Path) -> None:
+    path = write_config(tmp_path, issuer="ftp://x/", extra="colour = 1\n")
+    result = CLI(path)("init")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        f"{path}: issuer: must be an absolute http(s) URL",
+        f"{path}: colour: unknown key",
+    ]
+
+
+def test_config_flag_wins_over_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: CLI
+) -> None:
+    monkeypatch.setenv("UMASERVER_CONFIG", str(tmp_path / "does-not-exist.toml"))
+    assert json.loads(cli("init").stdout)["status"] == "ready"

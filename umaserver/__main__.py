@@ -1,0 +1,3 @@
+from umaserver.cli import main
+
+main(prog_name="python -m umaserver")

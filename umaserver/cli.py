@@ -1,0 +1,252 @@
+"""The command line: `python -m umaserver [--config FILE] COMMAND`.
+
+Successful commands print JSON on stdout; errors go to stderr as plain sentences with exit status 1
+(2 for usage errors, as click does).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, NoReturn
+from urllib.parse import urlsplit
+
+import click
+from flask import Flask
+
+from . import create_app, secrets_at_rest
+from .bearer import SCOPE_ALIASES
+from .config import Config, ConfigError, load_config
+from .db import Store
+
+
+class Failure(click.ClickException):
+    """An error for a person: printed as a sentence, without click's 'Error:' prefix."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
+def fail(message: str) -> NoReturn:
+    raise Failure(message)
+
+
+def emit(document: object) -> None:
+    click.echo(json.dumps(document))
+
+
+def _config(ctx: click.Context) -> Config:
+    try:
+        config: Config = load_config(ctx.obj["config_path"])
+    except ConfigError as error:
+        fail("\n".join(error.errors))
+    return config
+
+
+def _store(ctx: click.Context) -> Store:
+    config = _config(ctx)
+    store = Store.open(config.database)
+    store.initialise()
+    ctx.call_on_close(store.close)
+    return store
+
+
+@click.group()
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="The TOML settings file (default: $UMASERVER_CONFIG).",
+)
+@click.pass_context
+def main(ctx: click.Context, config_path: str | None) -> None:
+    """umaserver: a UMA authorization server."""
+    ctx.obj = {"config_path": config_path}
+
+
+@main.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create or upgrade the database (safe to run twice)."""
+    config = _config(ctx)
+    try:
+        store = Store.open(config.database)
+        store.initialise()
+        store.close()
+    except Exception as error:
+        fail(f"The database {config.database} could not be initialised: {error}")
+    emit({"database": str(config.database), "status": "ready"})
+
+
+@main.command()
+@click.option("--host", help="Address to listen on (default: server.host of the config).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (default: server.port).")
+@click.option(
+    "--threads", type=click.IntRange(1, 1024), help="Worker threads (default: server.threads)."
+)
+@click.pass_context
+def serve(ctx: click.Context, host: str | None, port: int | None, threads: int | None) -> None:
+    """Initialise the database and serve with waitress."""
+    from .serving import make_server
+
+    config = _config(ctx)
+    store = Store.open(config.database)
+    store.initialise()
+    store.close()
+    app = _app(config)
+    server = make_server(
+        app,
+        host or config.server.host,
+        config.server.port if port is None else port,
+        threads or config.server.threads,
+    )
+    click.echo(
+        json.dumps(
+            {
+                "serving": config.issuer,
+                "listening": f"http://{server.effective_host}:{server.effective_port}",
+            }
+        ),
+    )
+    sys.stdout.flush()
+    server.run()
+
+
+def _app(config: Config) -> Flask:
+    return create_app(config)
+
+
+# -- clients -----------------------------------------------------------------------------------
+
+
+@main.group()
+def client() -> None:
+    """OAuth clients: resource servers and requesting parties' clients."""
+
+
+def _check_redirect_uri(uri: str) -> str:
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
+        fail(f"The redirect URI {uri!r} is not an absolute http(s) URI without a fragment.")
+    return uri
+
+
+REDIRECT_CLAIM_TYPE = "claim-client-redirect-1.0"
+
+
+@client.command("create")
+@click.option("--name", required=True, help="A name shown to people.")
+@click.option("--redirect-uri", "redirect_uris", multiple=True, help="A redirect URI (repeatable).")
+@click.option(
+    "--push-claims",
+    "push_types",
+    multiple=True,
+    help="A claim type this client may push (repeatable).",
+)
+@click.pass_context
+def client_create(
+    ctx: click.Context, name: str, redirect_uris: tuple[str, ...], push_types: tuple[str, ...]
+) -> None:
+    """Register a client; its secret is shown once."""
+    if not name.strip():
+        fail("The client name must not be empty.")
+    uris = [_check_redirect_uri(uri) for uri in redirect_uris]
+    for claim_type in push_types:
+        if not claim_type.strip():
+            fail("A claim type must not be empty.")
+        if claim_type == REDIRECT_CLAIM_TYPE:
+            fail(f"{REDIRECT_CLAIM_TYPE} is gathered by this server, not pushed by a client.")
+    store = _store(ctx)
+    created, secret = store.create_client(name, uris, list(dict.fromkeys(push_types)))
+    emit({"client_id": created.client_id, "client_secret": secret})
+
+
+# -- users -------------------------------------------------------------------------------------
+
+
+@main.group()
+def user() -> None:
+    """Local users: resource owners and requesting parties."""
+
+
+def _claim(text: str) -> tuple[str, Any]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        fail(f"The claim {text!r} is not of the form NAME=VALUE.")
+    try:
+        value: Any = json.loads(raw)
+    except ValueError:
+        value = raw
+    return name, value
+
+
+@user.command("create")
+@click.argument("username")
+@click.option("--password-stdin", is_flag=True, help="Read the password from standard input.")
+@click.option("--claim", "claims", multiple=True, help="NAME=VALUE; a JSON VALUE is taken as JSON.")
+@click.pass_context
+def user_create(
+    ctx: click.Context, username: str, password_stdin: bool, claims: tuple[str, ...]
+) -> None:
+    """Create a local user."""
+    if not username or username != username.strip() or any(c.isspace() for c in username):
+        fail("The username must be non-empty and have no white space.")
+    attributes: dict[str, Any] = {}
+    for text in claims:
+        name, value = _claim(text)
+        if name in attributes:
+            fail(f"The claim {name!r} is given twice.")
+        attributes[name] = value
+    password_hash = None
+    if password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            fail("No password was read from standard input.")
+        password_hash = secrets_at_rest.hash_password(password)
+    created = _store(ctx).create_user(username, password_hash, attributes)
+    if created is None:
+        fail(f"The username {username!r} is taken.")
+    emit({"sub": created.sub})
+
+
+# -- tokens ------------------------------------------------------------------------------------
+
+
+@main.group()
+def token() -> None:
+    """PATs and AATs for operators, without a browser."""
+
+
+@token.command("issue")
+@click.option("--client", "client_id", required=True, help="The client the token is issued to.")
+@click.option("--user", "username", required=True, help="The user the token acts for.")
+@click.option(
+    "--scope",
+    required=True,
+    type=click.Choice(["uma_protection", "uma_authorization"]),
+    help="uma_protection (a PAT) or uma_authorization (an AAT).",
+)
+@click.pass_context
+def token_issue(ctx: click.Context, client_id: str, username: str, scope: str) -> None:
+    """Issue a PAT or an AAT for a user through a client."""
+    config = _config(ctx)
+    store = _store(ctx)
+    if store.get_client(client_id) is None:
+        fail(f"There is no client {client_id!r}.")
+    found = store.get_user_by_username(username)
+    if found is None:
+        fail(f"There is no user {username!r}.")
+    access_token = secrets_at_rest.new_token(secrets_at_rest.ACCESS_TOKEN_PREFIX)
+    lifetime = config.lifetimes.access_token
+    store.create_access_token(access_token, client_id, found.sub, SCOPE_ALIASES[scope], lifetime)
+    emit({"access_token": access_token, "token_type": "Bearer", "expires_in": lifetime})
+
+
+@token.command("revoke")
+@click.argument("token_value", metavar="TOKEN")
+@click.pass_context
+def token_revoke(ctx: click.Context, token_value: str) -> None:
+    """Revoke a PAT or an AAT."""
+    if not _store(ctx).revoke_access_token(token_value):
+        fail("No live token matches.")
+    emit({"revoked": True})

@@ -1,0 +1,227 @@
+"""Settings: one TOML file, read once with `tomllib` into a typed, validated object.
+
+Every error is collected and reported at once, one line per key; unknown keys are refused, so a typo
+never silently falls back to a default; there is no default secret.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+T = TypeVar("T")
+
+CONFIG_ENV = "UMASERVER_CONFIG"
+MIN_SECRET_LENGTH = 32
+
+
+class ConfigError(Exception):
+    """The configuration file is missing or invalid; `errors` holds one line per problem."""
+
+    def __init__(self, errors: list[str]) -> None:
+        super().__init__("\n".join(errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    threads: int = 8
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_body_bytes: int = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Lifetimes:
+    access_token: int = 3600
+    rpt: int = 3600
+    ticket: int = 300
+    permission: int = 3600
+
+
+@dataclass(frozen=True)
+class Config:
+    issuer: str
+    database: Path
+    policies: Path
+    secret_key: str = field(repr=False)
+    server: ServerSettings = ServerSettings()
+    limits: Limits = Limits()
+    lifetimes: Lifetimes = Lifetimes()
+    source: Path | None = None
+
+    def url(self, path: str) -> str:
+        """An absolute URL of this server: every URL it hands out is built from `issuer`."""
+        return self.issuer + path
+
+
+class _Reader:
+    """Takes keys out of one TOML table, recording every problem instead of stopping at the first."""
+
+    def __init__(self, table: dict[str, Any], where: str, errors: list[str]) -> None:
+        self.table = dict(table)
+        self.where = where
+        self.errors = errors
+
+    def _name(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def take(
+        self,
+        key: str,
+        kind: type[T],
+        default: T | None = None,
+        check: Callable[[T], str | None] | None = None,
+    ) -> T:
+        name = self._name(key)
+        if key not in self.table:
+            if default is None:
+                self.errors.append(f"{name}: missing")
+            return default  # type: ignore[return-value]  # errors already make this unusable
+        value = self.table.pop(key)
+        # bool is an int in Python, but `port = true` is a mistake worth naming.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            self.errors.append(f"{name}: must be {_kind_name(kind)}, not {_toml_type(value)}")
+            return default  # type: ignore[return-value]
+        if check is not None and (problem := check(value)) is not None:
+            self.errors.append(f"{name}: {problem}")
+        return value
+
+    def section(self, key: str) -> _Reader:
+        value = self.table.pop(key, {})
+        if not isinstance(value, dict):
+            self.errors.append(f"{self._name(key)}: must be a table, not {_toml_type(value)}")
+            value = {}
+        return _Reader(value, self._name(key), self.errors)
+
+    def finish(self) -> None:
+        for key in sorted(self.table):
+            self.errors.append(f"{self._name(key)}: unknown key")
+
+
+def _kind_name(kind: type) -> str:
+    return {str: "a string", int: "an integer", bool: "true or false", list: "an array"}.get(
+        kind, kind.__name__
+    )
+
+
+def _toml_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    return {
+        str: "a string",
+        int: "an integer",
+        float: "a float",
+        list: "an array",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+def _positive(value: int) -> str | None:
+    return None if value > 0 else "must be greater than 0"
+
+
+def _port(value: int) -> str | None:
+    return None if 0 < value < 65536 else "must be between 1 and 65535"
+
+
+def _issuer(value: str) -> str | None:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return "must be an absolute http(s) URL"
+    if value.endswith("/"):
+        return "must not end with a slash"
+    if parts.query or parts.fragment:
+        return "must not have a query or fragment"
+    return None
+
+
+def _secret(value: str) -> str | None:
+    if len(value) < MIN_SECRET_LENGTH:
+        return (
+            f"must be at least {MIN_SECRET_LENGTH} characters; make one with: "
+            'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+        )
+    return None
+
+
+def _non_empty(value: str) -> str | None:
+    return None if value.strip() else "must not be empty"
+
+
+def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -> Config:
+    """Validate a parsed TOML document; relative paths are taken relative to `base`."""
+    errors: list[str] = []
+    top = _Reader(data, "", errors)
+    issuer = top.take("issuer", str, check=_issuer)
+    database = top.take("database", str, check=_non_empty)
+    policies = top.take("policies", str, check=_non_empty)
+    secret_key = top.take("secret_key", str, check=_secret)
+
+    section = top.section("server")
+    server = ServerSettings(
+        host=section.take("host", str, ServerSettings.host, _non_empty),
+        port=section.take("port", int, ServerSettings.port, _port),
+        threads=section.take("threads", int, ServerSettings.threads, _positive),
+    )
+    section.finish()
+
+    section = top.section("limits")
+    limits = Limits(
+        max_body_bytes=section.take("max_body_bytes", int, Limits.max_body_bytes, _positive)
+    )
+    section.finish()
+
+    section = top.section("lifetimes")
+    lifetimes = Lifetimes(
+        **{
+            name: section.take(name, int, getattr(Lifetimes, name), _positive)
+            for name in ("access_token", "rpt", "ticket", "permission")
+        }
+    )
+    section.finish()
+    top.finish()
+
+    if errors:
+        raise ConfigError(errors)
+    return Config(
+        issuer=issuer,
+        database=(base / database).resolve(),
+        policies=(base / policies).resolve(),
+        secret_key=secret_key,
+        server=server,
+        limits=limits,
+        lifetimes=lifetimes,
+        source=source,
+    )
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Read the file named by `path`, else by UMASERVER_CONFIG."""
+    if path is None:
+        path = os.environ.get(CONFIG_ENV)
+        if not path:
+            raise ConfigError([f"no configuration file: pass --config FILE or set {CONFIG_ENV}"])
+    file = Path(path)
+    try:
+        with file.open("rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError([f"{file}: no such file"]) from None
+    except OSError as error:
+        raise ConfigError([f"{file}: cannot be read: {error.strerror}"]) from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError([f"{file}: not valid TOML: {error}"]) from None
+    try:
+        return parse_config(data, file.resolve().parent, file.resolve())
+    except ConfigError as error:
+        raise ConfigError([f"{file}: {line}" for line in error.errors]) from None

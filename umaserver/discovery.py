@@ -1,0 +1,40 @@
+"""The configuration document at /.well-known/uma-configuration.
+
+Its `*_supported` lists name only what works; every URL is absolute, built from `issuer`.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from .oauth import GRANT_TYPES
+
+bp = Blueprint("discovery", __name__)
+
+CLAIM_PROFILES: list[str] = []
+
+
+@bp.get("/.well-known/uma-configuration")
+def configuration() -> Response:
+    config = current_app.config["UMA"]
+    document = {
+        "version": "1.0",
+        "issuer": config.issuer,
+        "pat_profiles_supported": ["bearer"],
+        "aat_profiles_supported": ["bearer"],
+        "rpt_profiles_supported": ["bearer"],
+        "pat_grant_types_supported": list(GRANT_TYPES),
+        "aat_grant_types_supported": list(GRANT_TYPES),
+        "claim_profiles_supported": CLAIM_PROFILES,
+        "token_endpoint": config.url("/token"),
+        "user_endpoint": config.url("/authorize"),
+        "dynamic_client_endpoint": config.url("/register"),
+        "resource_set_registration_endpoint": config.url("/rs"),
+        "introspection_endpoint": config.url("/introspect"),
+        "permission_registration_endpoint": config.url("/permission"),
+        "rpt_endpoint": config.url("/rpt"),
+        "authorization_request_endpoint": config.url("/rpt_authorization"),
+    }
+    response = jsonify(document)
+    response.headers["Cache-Control"] = "public, max-age=3600"
+    return response

@@ -1,0 +1,90 @@
+"""The resource set registration API: exactly the spec's five operations.
+
+Every operation is scoped to the PAT's owner and the resource server the PAT was issued to; checks run
+in the order authentication, method, existence, body.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
+
+from .bearer import PROTECTION_SCOPE, authenticate
+from .db import AccessToken, get_store
+from .errors import NotFound, UnsupportedMethod
+from .json_body import read_json_object
+from .schemas import ResourceSetDescription, load
+
+bp = Blueprint("resource_sets", __name__, url_prefix="/rs")
+
+# Listed so that HEAD, OPTIONS and the rest reach the view, which authenticates before it refuses.
+_ROUTED_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "TRACE"]
+_description_schema = ResourceSetDescription()
+
+
+def _url(endpoint: str, rs_id: str) -> str:
+    return str(current_app.config["UMA"].url(url_for(endpoint, rs_id=rs_id)))
+
+
+def policy_uri(rs_id: str) -> str:
+    """The owner's page for this set's policy (the page comes with owner sign-in; the URL is
+    stable now)."""
+    return str(current_app.config["UMA"].url(f"/policy/resource_set/{rs_id}"))
+
+
+def _not_found() -> NotFound:
+    # Another owner's or another resource server's set answers exactly like an unknown one.
+    return NotFound(
+        "No resource set with this _id is registered for this owner and resource server."
+    )
+
+
+def _no_cache(response: Response) -> Response:
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.route("/resource_set", methods=_ROUTED_METHODS, provide_automatic_options=False)
+def collection() -> Response:
+    pat = authenticate(PROTECTION_SCOPE)
+
+    if request.method == "GET":
+        return _no_cache(jsonify(get_store().list_resource_sets(pat.owner, pat.client_id)))
+    if request.method == "POST":
+        return _create(pat)
+    raise UnsupportedMethod(headers={"Allow": "GET, POST"})
+
+
+def _create(pat: AccessToken) -> Response:
+    description = load(_description_schema, read_json_object())
+    created = get_store().create_resource_set(pat.owner, pat.client_id, description)
+    response = jsonify({"_id": created.id, "user_access_policy_uri": policy_uri(created.id)})
+    response.status_code = 201
+    response.headers["Location"] = _url("resource_sets.item", rs_id=created.id)
+    return _no_cache(response)
+
+
+@bp.route("/resource_set/<rs_id>", methods=_ROUTED_METHODS, provide_automatic_options=False)
+def item(rs_id: str) -> Response:
+
+    pat = authenticate(PROTECTION_SCOPE)
+    if request.method not in ("GET", "PUT", "DELETE"):
+        raise UnsupportedMethod(headers={"Allow": "GET, PUT, DELETE"})
+    store = get_store()
+    if request.method == "DELETE":
+        if not store.delete_resource_set(rs_id, pat.owner, pat.client_id):
+            raise _not_found()
+        return Response(status=204)
+    existing = store.get_resource_set(rs_id, pat.owner, pat.client_id)
+    if existing is None:
+        raise _not_found()
+    if request.method == "GET":
+        body = {
+            **existing.description,
+            "_id": existing.id,
+            "user_access_policy_uri": policy_uri(rs_id),
+        }
+        return _no_cache(jsonify(body))
+    description = load(_description_schema, read_json_object())
+    if not store.update_resource_set(rs_id, pat.owner, pat.client_id, description):
+        raise _not_found()  # deleted between the read and the write
+    return _no_cache(jsonify({"_id": rs_id}))

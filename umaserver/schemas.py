@@ -1,0 +1,72 @@
+"""One marshmallow schema per wire shape; their messages become one `invalid_request` description."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from marshmallow import INCLUDE, Schema, ValidationError, fields, pre_load, validate
+
+from .errors import InvalidRequest
+
+MAX_STRING = 2048
+MAX_SCOPES = 256
+
+_non_empty = validate.Length(min=1, max=MAX_STRING)
+
+
+def _absolute_http_uri(value: str) -> None:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValidationError("Must be an absolute http or https URI.")
+
+
+def _not_blank(value: str) -> None:
+    if not value.strip():
+        raise ValidationError("Must not be blank.")
+
+
+class ResourceSetDescription(Schema):
+    """A resource set description: `name` and `scopes` required (as in V1.0.1); extension
+    properties kept as registered."""
+
+    class Meta:
+        unknown = INCLUDE
+        ordered = True
+
+    name = fields.String(required=True, validate=[_non_empty, _not_blank])
+    scopes = fields.List(
+        fields.String(validate=[_non_empty, _not_blank]),
+        required=True,
+        validate=validate.Length(min=1, max=MAX_SCOPES),
+    )
+    icon_uri = fields.String(validate=[_non_empty, _absolute_http_uri])
+    uri = fields.String(validate=[_non_empty, _absolute_http_uri])
+    type = fields.String(validate=[_non_empty, _not_blank])
+
+    @pre_load
+    def _drop_server_properties(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        # The server assigns these; a client's copy of them means nothing.
+        return {k: v for k, v in data.items() if k not in ("_id", "user_access_policy_uri")}
+
+
+def _first_message(errors: Any, path: str = "") -> str:
+    """The first field error as 'field: message' ('scopes[1]: Not a valid string.')."""
+    if isinstance(errors, dict):
+        key = next(iter(errors))
+        where = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}".lstrip(".")
+        return _first_message(errors[key], where)
+    if isinstance(errors, list) and errors:
+        first = errors[0]
+        if isinstance(first, str):
+            return f"{path}: {first}" if path else first
+        return _first_message(first, path)
+    return f"{path}: invalid" if path else "invalid"
+
+
+def load(schema: Schema, data: dict[str, Any]) -> dict[str, Any]:
+    try:
+        result: dict[str, Any] = schema.load(data)
+    except ValidationError as error:
+        raise InvalidRequest(_first_message(error.messages)) from None
+    return result
