@@ -10,7 +10,7 @@ import logging
 
 from flask import Flask
 
-from . import db, discovery, errors, oauth, resource_sets
+from . import db, discovery, error_responses, oauth, resource_sets
 from .config import Config, load_config
 
 __all__ = ["create_app"]
@@ -31,7 +31,7 @@ def create_app(config: Config | None = None) -> Flask:
     logging.getLogger("umaserver").setLevel(logging.INFO)
 
     db.init_app(app)
-    errors.register_error_handlers(app)
+    error_responses.register_error_handlers(app)
     oauth.init_app(app)
     for blueprint in (discovery.bp, oauth.bp, resource_sets.bp):
         app.register_blueprint(blueprint)

@@ -1,0 +1,66 @@
+"""Errors have one writer: `error_response` renders `{"error": code, "error_description": text}`
+as JSON with `Cache-Control: no-store`. Flask's own HTTP errors (404, 405, 413, ...) and unexpected
+exceptions go through it too: never a traceback or an HTML page."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response
+from werkzeug.exceptions import HTTPException
+
+from .errors import APIError, ServerError
+
+log = logging.getLogger("umaserver")
+
+
+def error_response(
+    status: int,
+    error: str,
+    description: str,
+    headers: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Response:
+    body = {"error": error, "error_description": description, **(extra or {})}
+    response = Response(json.dumps(body), status=status, mimetype="application/json")
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Pragma"] = "no-cache"
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def render(error: APIError) -> Response:
+    return error_response(error.status, error.error, error.description, error.headers, error.extra)
+
+
+# Flask's own errors keep their status and useful headers (Allow) but speak our JSON.
+_HTTP_CODES = {405: "unsupported_method_type", 404: "not_found", 500: "server_error"}
+_KEPT_HEADERS = ("Allow", "Retry-After")
+
+
+def _render_http(exc: HTTPException) -> Response:
+    status = exc.code or 500
+    headers = {}
+    if exc.response is None:
+        for name, value in exc.get_headers():
+            if name in _KEPT_HEADERS:
+                headers[name] = value
+    description = exc.description or exc.name
+    if status == 413:
+        description = "The request body is larger than this server accepts."
+    return error_response(status, _HTTP_CODES.get(status, "invalid_request"), description, headers)
+
+
+def _render_unexpected(exc: Exception) -> Response:
+    log.exception("unexpected error")
+    return render(ServerError())
+
+
+def register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(APIError, render)
+    app.register_error_handler(HTTPException, _render_http)
+    app.register_error_handler(Exception, _render_unexpected)
