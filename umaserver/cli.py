@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -18,6 +19,7 @@ from . import create_app, secrets_at_rest
 from .bearer import SCOPE_ALIASES
 from .config import Config, ConfigError, load_config
 from .db import Store
+from .policy import PolicyError, load_rules
 
 
 class Failure(click.ClickException):
@@ -250,3 +252,26 @@ def token_revoke(ctx: click.Context, token_value: str) -> None:
     if not _store(ctx).revoke_access_token(token_value):
         fail("No live token matches.")
     emit({"revoked": True})
+
+
+# -- policies ----------------------------------------------------------------------------------
+
+
+@main.group()
+def policy() -> None:
+    """The owners' rule file: check it, and explain decisions."""
+
+
+@policy.command("check")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.pass_context
+def policy_check(ctx: click.Context, file: str | None) -> None:
+    """Validate a rule file (default: `policies` of the config), naming every error."""
+    path = Path(file) if file is not None else _config(ctx).policies
+    if not path.exists():
+        fail(f"There is no rule file {path}.")
+    try:
+        rules = load_rules(path)
+    except PolicyError as error:
+        fail(f"{path}:\n{error}")
+    emit({"file": str(path), "valid": True, "rules": [rule.id for rule in rules.rules]})

@@ -1,0 +1,110 @@
+"""The owners' rule file, kept current while the server runs.
+
+The file is read at start (a broken file stops the server from starting) and looked at again at
+most once per `check_interval`, on the next request that needs the rules. A changed file is parsed
+and swapped in whole; a broken one is logged and the rules from before stay in force, so a typo in
+an edit never opens or closes every resource set. A file that disappears means no rules: every
+request is denied, which fails closed.
+
+Replace the file atomically (write a temporary file, then rename it over the old one): a file read
+halfway through a non-atomic write can be valid TOML that lacks the rest of a rule.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .policy import PolicyError, RuleSet, load_rules
+
+log = logging.getLogger("umaserver.policy")
+
+# What changes when the file does: (device, inode, mtime_ns, size). The inode catches a rename
+# over the old file that kept its mtime and size. None: there is no file; a string: the error
+# that stopped us from looking.
+_Stamp = tuple[int, int, int, int] | str | None
+_NOT_YET_SEEN = "not yet seen"
+
+
+def _stamp(path: Path) -> _Stamp:
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        return f"cannot look at the file: {error.strerror or error}"
+    return (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size)
+
+
+class PolicyStore:
+    """The current rules of one rule file; `rules` is safe to read from any thread."""
+
+    def __init__(
+        self,
+        path: Path,
+        check_interval: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._path = path
+        self._check_interval = check_interval
+        self._clock = clock
+        self._lock = threading.Lock()
+        stamp = _stamp(path)
+        if isinstance(stamp, str):
+            raise PolicyError([stamp], str(path))
+        self._rules = load_rules(path)
+        # A file that changed while it was read is read again at the first check.
+        self._stamp: _Stamp = stamp if _stamp(path) == stamp else _NOT_YET_SEEN
+        self._next_check = clock() + check_interval
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def rules(self) -> RuleSet:
+        # Only one thread checks; the others go on with the rules in force rather than wait.
+        if self._clock() >= self._next_check and self._lock.acquire(blocking=False):
+            try:
+                self._reload_if_changed()
+            finally:
+                self._lock.release()
+        return self._rules
+
+    def _reload_if_changed(self) -> None:
+        now = self._clock()
+        if now < self._next_check:  # another thread has just checked
+            return
+        self._next_check = now + self._check_interval
+        stamp = _stamp(self._path)
+        if stamp == self._stamp:
+            return
+        if isinstance(stamp, str):
+            self._stamp = stamp
+            log.error("rule file %s: %s; keeping the rules loaded before", self._path, stamp)
+            return
+        rules: RuleSet | None = None
+        failure: PolicyError | None = None
+        try:
+            rules = load_rules(self._path)
+        except PolicyError as error:
+            failure = error
+        if _stamp(self._path) != stamp:
+            return  # changed while we read it, perhaps mid-write: read it again at the next check
+        # Remembered even when broken, so a broken file is reported once, not at every check.
+        self._stamp = stamp
+        if rules is None:
+            log.error(
+                "rule file %s is broken; keeping the rules loaded before:\n%s",
+                self._path,
+                failure,
+            )
+            return
+        self._rules = rules
+        if stamp is None:
+            log.warning("rule file %s is gone: no rules, so every request is denied", self._path)
+        else:
+            log.info("rule file %s reloaded: %d rules", self._path, len(rules.rules))
