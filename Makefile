@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CONFIG := local.toml
 
-.PHONY: run test lint typecheck unit bench clean
+.PHONY: run test lint typecheck unit bench clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,14 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
-unit: $(VENV)/.installed
+# xmlsec1 lets the tests run pysaml2 as an independent SAML identity provider (Debian package).
+system-deps:
+	@command -v xmlsec1 >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq xmlsec1 >/dev/null; \
+	  elif command -v sudo >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq xmlsec1 >/dev/null; \
+	  else echo "install xmlsec1 (Debian: apt-get install xmlsec1) to run the SAML interoperability tests" >&2; exit 1; fi; }
+
+unit: $(VENV)/.installed system-deps
 	$(BIN)/pytest
 
 test: lint typecheck unit

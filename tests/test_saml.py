@@ -1,0 +1,646 @@
+"""Verification of pushed SAML assertions, with real signed documents (tests/saml_fixtures.py)."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import shutil
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lxml import etree
+
+from tests.saml_fixtures import (
+    DS_NS,
+    NOW,
+    SAMLP_NS,
+    IdpKey,
+    build_assertion,
+    build_response,
+    encrypted_response,
+    find,
+    make_idp_key,
+    p,
+    s,
+    sign,
+    signed_assertion,
+    to_b64,
+)
+from umaserver.claims import Claim, ClaimsError
+from umaserver.saml import (
+    CLAIM_TYPE,
+    SamlIdp,
+    SamlSettings,
+    VerifiedAssertion,
+    assertion_claims,
+    verify_assertion,
+)
+
+IDP = "https://idp.example"
+OTHER_IDP = "https://other-idp.example"
+AUDIENCE = "https://as.example"
+SKEW = 120
+
+
+@dataclass(frozen=True)
+class Keys:
+    idp: IdpKey
+    idp_next: IdpKey  # the key IDP rolls over to
+    other: IdpKey  # OTHER_IDP's key
+    expired: IdpKey  # a certificate that expired before NOW
+
+
+@functools.cache
+def keys() -> Keys:
+    return Keys(
+        idp=make_idp_key("idp"),
+        idp_next=make_idp_key("idp next"),
+        other=make_idp_key("other idp"),
+        expired=make_idp_key("expired", not_before=NOW - 400 * 86400, not_after=NOW - 86400),
+    )
+
+
+def idps(*, idp_certificates: tuple[str, ...] | None = None, **idp_options: Any) -> list[SamlIdp]:
+    k = keys()
+    return [
+        SamlIdp(IDP, idp_certificates or (k.idp.certificate_pem,), **idp_options),
+        SamlIdp(OTHER_IDP, (k.other.certificate_pem,)),
+    ]
+
+
+def settings(**options: Any) -> SamlSettings:
+    return SamlSettings(audience=AUDIENCE, clock_skew=SKEW, **options)
+
+
+def verify(value: Any, *, now: int = NOW, **options: Any) -> VerifiedAssertion:
+    return verify_assertion(value, idps(), settings(**options), now)
+
+
+def good_assertion(**kwargs: Any) -> etree._Element:
+    return signed_assertion(keys().idp, **{"issuer": IDP, "audience": AUDIENCE, **kwargs})
+
+
+# --- accepted documents ---------------------------------------------------------------------------
+
+
+def test_valid_assertion_verifies() -> None:
+    assertion = good_assertion()
+    verified = verify(to_b64(assertion))
+    assert verified.assertion_id == assertion.get("ID")
+    assert verified.issuer == IDP
+    assert verified.attributes == {
+        "urn:oid:0.9.2342.19200300.100.1.3": "alice@example.org",
+        "mail": "alice@example.org",  # FriendlyName alias
+        "urn:oid:1.3.6.1.4.1.5923.1.1.1.1": ["member", "staff"],  # multi-valued: an array
+        "eduPersonAffiliation": ["member", "staff"],
+        "department": "research",
+        "sub": "alice",  # from NameID
+    }
+    # Conditions NotOnOrAfter (NOW + 300) is the later bound; remembered until it plus the skew.
+    assert verified.expires_at == NOW + 300 + SKEW
+
+
+def test_assertion_claims_carry_the_idp_as_issuer() -> None:
+    verified = verify(to_b64(good_assertion()))
+    claims = assertion_claims(verified, "client-1", NOW + 5)
+    by_name = {claim.name: claim for claim in claims}
+    assert by_name["eduPersonAffiliation"] == Claim(
+        type=CLAIM_TYPE,
+        name="eduPersonAffiliation",
+        value=["member", "staff"],
+        issuer=IDP,
+        client_id="client-1",
+        gathered_at=NOW + 5,
+    )
+    assert by_name["sub"].value == "alice"
+    assert {claim.type for claim in claims} == {"claim-client-assertion-saml-1.0"}
+    assert {claim.issuer for claim in claims} == {IDP}
+    assert len(claims) == len(verified.attributes)
+
+
+def test_response_with_signed_assertion_verifies() -> None:
+    response = build_response(good_assertion(), issuer=IDP)
+    assert verify(to_b64(response)).attributes["mail"] == "alice@example.org"
+
+
+def test_signed_response_verifies() -> None:
+    assertion = build_assertion(issuer=IDP, audience=AUDIENCE)
+    response = sign(build_response(assertion, issuer=IDP), keys().idp)
+    verified = verify(to_b64(response))
+    assert verified.assertion_id == assertion.get("ID")
+    assert verified.attributes["sub"] == "alice"
+
+
+@pytest.mark.parametrize("signing_key", ["idp", "idp_next"])
+def test_key_rollover_either_certificate_verifies(signing_key: str) -> None:
+    k = keys()
+    assertion = signed_assertion(getattr(k, signing_key), issuer=IDP, audience=AUDIENCE)
+    rolled = idps(idp_certificates=(k.idp.certificate_pem, k.idp_next.certificate_pem))
+    assert verify_assertion(to_b64(assertion), rolled, settings(), NOW).issuer == IDP
+
+
+def test_line_wrapped_base64_is_accepted() -> None:
+    wrapped = "\n  " + base64.encodebytes(etree.tostring(good_assertion())).decode() + "\r\n"
+    assert "\n" in wrapped.strip()
+    assert verify(wrapped).attributes["sub"] == "alice"
+
+
+def test_one_of_several_audiences_is_enough() -> None:
+    assertion = good_assertion(audience=["https://sp.example", AUDIENCE])
+    assert verify(to_b64(assertion)).issuer == IDP
+
+
+@pytest.mark.parametrize(
+    "now",
+    [NOW - 60 - SKEW, NOW + 300 + SKEW - 1],
+    ids=["skew-before-not-before", "skew-after-not-on-or-after"],
+)
+def test_within_clock_skew_is_accepted(now: int) -> None:
+    assertion = good_assertion(subject_not_on_or_after=None)
+    assert verify(to_b64(assertion), now=now).issuer == IDP
+
+
+def test_expires_at_is_the_later_bound() -> None:
+    assertion = good_assertion(not_on_or_after=NOW + 100, subject_not_on_or_after=NOW + 200)
+    assert verify(to_b64(assertion)).expires_at == NOW + 200 + SKEW
+    only_subject = good_assertion(not_on_or_after=None, subject_not_on_or_after=NOW + 50)
+    assert verify(to_b64(only_subject)).expires_at == NOW + 50 + SKEW
+
+
+def test_only_listed_attributes_are_mapped() -> None:
+    assertion = good_assertion()
+    listed = idps(attributes=("mail", "department"), name_id_as_sub=False)
+    verified = verify_assertion(to_b64(assertion), listed, settings(), NOW)
+    assert verified.attributes == {
+        "urn:oid:0.9.2342.19200300.100.1.3": "alice@example.org",
+        "mail": "alice@example.org",
+        "department": "research",
+    }
+
+
+def test_name_id_split_by_a_comment_is_read_whole() -> None:
+    # The comment-truncation trick: "alice@evil.example<!---->.idp.example" signed (comments are
+    # outside exclusive c14n) and read naively as "alice@evil.example".
+    assertion = good_assertion(name_id="alice@evil.example.idp.example")
+    xml = etree.tostring(assertion).replace(
+        b">alice@evil.example.idp.example<", b">alice@evil.example<!---->.idp.example<"
+    )
+    assert b"<!---->" in xml
+    verified = verify(base64.b64encode(xml).decode())
+    assert verified.attributes["sub"] == "alice@evil.example.idp.example"
+
+
+def test_sha1_is_accepted_when_allowed() -> None:
+    assertion = sign(build_assertion(issuer=IDP, audience=AUDIENCE), keys().idp, sha1=True)
+    assert verify(to_b64(assertion), allow_sha1=True).issuer == IDP
+
+
+# --- refusals -------------------------------------------------------------------------------------
+
+
+def b64(xml: bytes) -> str:
+    return base64.b64encode(xml).decode()
+
+
+def tampered_attribute() -> str:
+    assertion = good_assertion()
+    find(
+        assertion, "saml:AttributeStatement/saml:Attribute/saml:AttributeValue"
+    ).text = "mallory@example.org"
+    return to_b64(assertion)
+
+
+def tampered_signature_value() -> str:
+    assertion = good_assertion()
+    value = find(assertion, "ds:Signature/ds:SignatureValue")
+    raw = bytearray(base64.b64decode(value.text or ""))
+    raw[10] ^= 1
+    value.text = base64.b64encode(bytes(raw)).decode()
+    return to_b64(assertion)
+
+
+def evil_assertion(**kwargs: Any) -> etree._Element:
+    return build_assertion(
+        issuer=IDP, audience=AUDIENCE, name_id="mallory", **{"attributes": (), **kwargs}
+    )
+
+
+def wrapped_in_extensions() -> str:
+    # XSW: an unsigned evil Assertion where the application looks, the signed original moved into
+    # samlp:Extensions where a careless verifier still finds it by ID.
+    response = build_response(evil_assertion(), issuer=IDP)
+    extensions = etree.Element(p("Extensions"))
+    find(response, "saml:Issuer").addnext(extensions)
+    extensions.append(good_assertion())
+    return to_b64(response)
+
+
+def wrapped_in_advice() -> str:
+    # XSW: an evil Assertion as the root, the signed original hidden inside its Advice.
+    evil = evil_assertion()
+    advice = etree.Element(s("Advice"))
+    find(evil, "saml:Conditions").addnext(advice)
+    advice.append(good_assertion())
+    return to_b64(evil)
+
+
+def second_assertion_in_response() -> str:
+    return to_b64(build_response(good_assertion(), evil_assertion(), issuer=IDP))
+
+
+def signature_moved_into_subject() -> str:
+    assertion = good_assertion()
+    signature = find(assertion, "ds:Signature")
+    find(assertion, "saml:Subject").append(signature)
+    return to_b64(assertion)
+
+
+def reference_to_another_element() -> str:
+    # The signature sits in the (unsigned, rewritable) Assertion but covers the Response.
+    assertion = evil_assertion(attributes=(("role", None, ("admin",)),))
+    response = build_response(assertion, issuer=IDP)
+    signed = sign(response, keys().idp, placeholder_in=assertion, signed_id=response.get("ID"))
+    return to_b64(signed)
+
+
+def duplicate_id() -> str:
+    assertion = good_assertion()
+    response = build_response(assertion, issuer=IDP)
+    extensions = etree.Element(p("Extensions"))
+    find(response, "saml:Issuer").addnext(extensions)
+    etree.SubElement(extensions, "{urn:example}Thing", ID=assertion.get("ID") or "")
+    return to_b64(response)
+
+
+def two_references() -> str:
+    assertion = build_assertion(issuer=IDP, audience=AUDIENCE)
+    find(assertion, "saml:AttributeStatement").set("ID", "_statement")
+    return to_b64(sign(assertion, keys().idp, extra_reference_ids=["_statement"]))
+
+
+def signed_twice() -> str:
+    # A signed Assertion inside a signed Response: refused, one signature only (see the report).
+    response = build_response(good_assertion(), issuer=IDP)
+    return to_b64(sign(response, keys().idp))
+
+
+def xpath_transform() -> str:
+    assertion = good_assertion()
+    transforms = find(assertion, "ds:Signature/ds:SignedInfo/ds:Reference/ds:Transforms")
+    etree.SubElement(
+        transforms,
+        f"{{{DS_NS}}}Transform",
+        Algorithm="http://www.w3.org/TR/1999/REC-xpath-19991116",
+    )
+    return to_b64(assertion)
+
+
+def with_doctype(declarations: str) -> str:
+    xml = etree.tostring(good_assertion())
+    return b64(
+        f'<?xml version="1.0"?>\n<!DOCTYPE saml:Assertion [{declarations}]>\n'.encode() + xml
+    )
+
+
+BILLION_LAUGHS = '<!ENTITY lol "lol">' + "".join(
+    f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10 if i > 1 else "&lol;" * 10}">' for i in range(1, 10)
+)
+
+
+def entity_in_issuer() -> str:
+    xml = etree.tostring(good_assertion()).replace(b">https://idp.example<", b">&lol9;<", 1)
+    return b64(b"<!DOCTYPE saml:Assertion [" + BILLION_LAUGHS.encode() + b"]>" + xml)
+
+
+def encoded_doctype(encoding: str) -> str:
+    xml = f'<?xml version="1.0" encoding="{encoding}"?><!DOCTYPE x [<!ENTITY a "b">]><x>&a;</x>'
+    return b64(xml.encode(encoding))
+
+
+def unsigned_assertion() -> str:
+    return to_b64(build_assertion(issuer=IDP, audience=AUDIENCE))
+
+
+def response_with(**kwargs: Any) -> str:
+    return to_b64(build_response(good_assertion(), **{"issuer": IDP, **kwargs}))
+
+
+def assertion_with(edit: Callable[[etree._Element], None]) -> str:
+    """An assertion edited before it is signed (the IdP really said this)."""
+    assertion = build_assertion(issuer=IDP, audience=AUDIENCE)
+    edit(assertion)
+    return to_b64(sign(assertion, keys().idp))
+
+
+def unknown_condition(assertion: etree._Element) -> None:
+    etree.SubElement(find(assertion, "saml:Conditions"), "{urn:example}MustBeTuesday")
+
+
+def bad_instant(assertion: etree._Element) -> None:
+    find(assertion, "saml:Conditions").set("NotOnOrAfter", "tomorrow")
+
+
+def no_conditions(assertion: etree._Element) -> None:
+    conditions = find(assertion, "saml:Conditions")
+    assertion.remove(conditions)
+
+
+def second_restriction_without_us(assertion: etree._Element) -> None:
+    restriction = etree.SubElement(find(assertion, "saml:Conditions"), s("AudienceRestriction"))
+    etree.SubElement(restriction, s("Audience")).text = "https://sp.example"
+
+
+REFUSALS: list[tuple[str, Callable[[], Any], dict[str, Any], str]] = [
+    ("not-a-string", lambda: {"xml": "<x/>"}, {}, "must be a string"),
+    ("bytes", lambda: b"PHgvPg==", {}, "must be a string"),
+    ("invalid-base64", lambda: "PHNhbWw6QXNzZXJ0aW9u!!", {}, "not valid base64"),
+    ("non-ascii-base64", lambda: "PHgvPg==é", {}, "not valid base64"),
+    ("bad-padding", lambda: "PHgvPg=", {}, "not valid base64"),
+    ("oversized", lambda: to_b64(good_assertion()), {"max_bytes": 2000}, "larger than 2000 bytes"),
+    ("huge-string", lambda: "A" * 10_000_000, {}, "larger than 262144 bytes"),
+    ("invalid-xml", lambda: b64(b"<saml:Assertion xmlns:saml='x'>"), {}, "not well-formed XML"),
+    ("empty", lambda: "", {}, "not well-formed XML"),
+    ("doctype", lambda: with_doctype(""), {}, "has a DOCTYPE"),
+    ("entity-declaration", lambda: with_doctype(BILLION_LAUGHS), {}, "has a DOCTYPE"),
+    ("billion-laughs", entity_in_issuer, {}, "has a DOCTYPE"),
+    ("doctype-utf-16", lambda: encoded_doctype("utf-16"), {}, "has a DOCTYPE"),
+    ("doctype-utf-32", lambda: encoded_doctype("utf-32"), {}, "has a DOCTYPE"),
+    (
+        "external-dtd",
+        lambda: b64(b'<!DOCTYPE x SYSTEM "http://127.0.0.1/x.dtd"><x/>'),
+        {},
+        "DOCTYPE",
+    ),
+    ("not-saml", lambda: b64(b"<html/>"), {}, "neither a saml:Assertion nor a samlp:Response"),
+    (
+        "encrypted",
+        lambda: to_b64(encrypted_response(IDP)),
+        {},
+        "encrypted SAML assertions are not supported",
+    ),
+    ("unsigned", unsigned_assertion, {}, "the document is not signed"),
+    (
+        "bad-signature",
+        tampered_attribute,
+        {},
+        "SAML assertion refused: signature does not verify against the certificates of "
+        "https://idp.example",
+    ),
+    ("bad-signature-value", tampered_signature_value, {}, "signature does not verify"),
+    (
+        "unknown-idp",
+        lambda: to_b64(
+            signed_assertion(keys().idp, issuer="https://unknown.example", audience=AUDIENCE)
+        ),
+        {},
+        "unknown identity provider 'https://unknown.example'",
+    ),
+    (
+        "key-of-another-idp",
+        lambda: to_b64(signed_assertion(keys().other, issuer=IDP, audience=AUDIENCE)),
+        {},
+        "signature does not verify against the certificates of https://idp.example",
+    ),
+    (
+        "expired-certificate",
+        lambda: to_b64(signed_assertion(keys().expired, issuer=IDP, audience=AUDIENCE)),
+        {},
+        "signature does not verify",
+    ),
+    (
+        "wrong-audience",
+        lambda: to_b64(good_assertion(audience="https://sp.example")),
+        {},
+        "not addressed to this server",
+    ),
+    (
+        "audience-prefix",
+        lambda: to_b64(good_assertion(audience=AUDIENCE + "/")),
+        {},
+        "not addressed to this server",
+    ),
+    (
+        "second-restriction",
+        lambda: assertion_with(second_restriction_without_us),
+        {},
+        "not addressed to this server",
+    ),
+    (
+        "no-audience-restriction",
+        lambda: to_b64(good_assertion(audience=None)),
+        {},
+        "no AudienceRestriction",
+    ),
+    ("no-conditions", lambda: assertion_with(no_conditions), {}, "no Conditions"),
+    ("unknown-condition", lambda: assertion_with(unknown_condition), {}, "does not understand"),
+    ("bad-instant", lambda: assertion_with(bad_instant), {}, "NotOnOrAfter is not an xs:dateTime"),
+    (
+        "expired",
+        lambda: to_b64(good_assertion(not_on_or_after=NOW - SKEW, subject_not_on_or_after=None)),
+        {},
+        "expired (Conditions NotOnOrAfter)",
+    ),
+    (
+        "subject-expired",
+        lambda: to_b64(good_assertion(subject_not_on_or_after=NOW - SKEW - 1)),
+        {},
+        "expired (SubjectConfirmationData NotOnOrAfter)",
+    ),
+    (
+        "not-yet-valid",
+        lambda: to_b64(good_assertion(not_before=NOW + SKEW + 1)),
+        {},
+        "not yet valid (Conditions NotBefore)",
+    ),
+    (
+        "subject-not-yet-valid",
+        lambda: to_b64(good_assertion(subject_not_before=NOW + SKEW + 1)),
+        {},
+        "not yet valid (SubjectConfirmationData NotBefore)",
+    ),
+    (
+        "never-expires",
+        lambda: to_b64(good_assertion(not_on_or_after=None, subject_not_on_or_after=None)),
+        {},
+        "no NotOnOrAfter",
+    ),
+    ("wrapping-extensions", wrapped_in_extensions, {}, "exactly one Assertion, it holds 2"),
+    ("wrapping-advice", wrapped_in_advice, {}, "exactly one Assertion, it holds 2"),
+    ("second-assertion", second_assertion_in_response, {}, "exactly one Assertion, it holds 2"),
+    (
+        "signature-not-child",
+        signature_moved_into_subject,
+        {},
+        "not a direct child of the Assertion or the Response",
+    ),
+    (
+        "reference-elsewhere",
+        reference_to_another_element,
+        {},
+        "Reference does not point to the element",
+    ),
+    ("duplicate-id", duplicate_id, {}, "appears more than once"),
+    ("two-references", two_references, {}, "exactly one Reference, it has 2"),
+    ("two-signatures", signed_twice, {}, "exactly one Signature, it holds 2"),
+    ("xpath-transform", xpath_transform, {}, "transform SAML does not allow"),
+    (
+        "sha1-not-allowed",
+        lambda: to_b64(sign(build_assertion(issuer=IDP, audience=AUDIENCE), keys().idp, sha1=True)),
+        {},
+        "uses SHA-1, which is not allowed",
+    ),
+    (
+        "response-status",
+        lambda: response_with(status=f"{SAMLP_NS.replace('protocol', 'status')}:Requester"),
+        {},
+        "status is not Success",
+    ),
+    ("response-issuer", lambda: response_with(issuer=OTHER_IDP), {}, "Response's Issuer"),
+]
+
+
+@pytest.mark.parametrize(
+    ("make_value", "options", "expected"),
+    [pytest.param(make, options, expected, id=name) for name, make, options, expected in REFUSALS],
+)
+def test_refusals(make_value: Callable[[], Any], options: dict[str, Any], expected: str) -> None:
+    value = make_value()
+    with pytest.raises(ClaimsError) as refused:
+        verify(value, **options)
+    assert refused.value.description.startswith("SAML assertion refused: ")
+    assert expected in refused.value.description
+
+
+def test_huge_string_is_refused_without_decoding() -> None:
+    started = time.perf_counter()
+    with pytest.raises(ClaimsError):
+        verify("A" * 50_000_000)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_configuration_is_checked() -> None:
+    with pytest.raises(ValueError, match="certificate 0 is not a PEM"):
+        SamlIdp(IDP, ("not a certificate",))
+    with pytest.raises(ValueError, match="no certificates"):
+        SamlIdp(IDP, ())
+    with pytest.raises(ValueError, match="audience"):
+        SamlSettings(audience="")
+
+
+# --- an independent implementation: pysaml2 as the IdP --------------------------------------------
+
+PYSAML2_IDP = "https://idp.example/pysaml2"
+
+
+def pysaml2_response(tmp_path: Path, key: IdpKey, *, sha256: bool, **signing: bool) -> str:
+    """A SAML Response made by pysaml2's IdP (signed by xmlsec1), as line-wrapped base64.
+
+    Without `sha256`, pysaml2 signs with its default, RSA-SHA1.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pysaml2's own deprecation warnings on import
+        from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
+        from saml2.config import IdPConfig
+        from saml2.saml import NAME_FORMAT_URI, NAMEID_FORMAT_PERSISTENT, NameID
+        from saml2.server import Server
+        from saml2.xmldsig import DIGEST_SHA256, SIG_RSA_SHA256
+
+    (tmp_path / "idp.key").write_text(key.private_key_pem)
+    (tmp_path / "idp.crt").write_text(key.certificate_pem)
+    sp_metadata = f"""<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"
+        entityID="{AUDIENCE}">
+      <md:SPSSODescriptor protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">
+        <md:AssertionConsumerService Binding="{BINDING_HTTP_POST}" Location="{AUDIENCE}/acs"
+            index="0"/>
+      </md:SPSSODescriptor>
+    </md:EntityDescriptor>"""
+    config = IdPConfig().load(
+        {
+            "entityid": PYSAML2_IDP,
+            "key_file": str(tmp_path / "idp.key"),
+            "cert_file": str(tmp_path / "idp.crt"),
+            "xmlsec_binary": shutil.which("xmlsec1"),
+            "metadata": {"inline": [sp_metadata]},
+            "service": {
+                "idp": {
+                    "endpoints": {
+                        "single_sign_on_service": [(f"{PYSAML2_IDP}/sso", BINDING_HTTP_REDIRECT)]
+                    },
+                    "policy": {
+                        "default": {
+                            "lifetime": {"minutes": 15},
+                            "attribute_restrictions": None,
+                            "name_form": NAME_FORMAT_URI,
+                        }
+                    },
+                    "name_id_format": [NAMEID_FORMAT_PERSISTENT],
+                }
+            },
+        }
+    )
+    response = Server(config=config).create_authn_response(
+        {"mail": ["alice@example.org"], "eduPersonAffiliation": ["member", "staff"]},
+        in_response_to="_request-1",
+        destination=f"{AUDIENCE}/acs",
+        sp_entity_id=AUDIENCE,
+        name_id=NameID(format=NAMEID_FORMAT_PERSISTENT, text="alice-pysaml2"),
+        authn={"class_ref": "urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport"},
+        **({"sign_alg": SIG_RSA_SHA256, "digest_alg": DIGEST_SHA256} if sha256 else {}),
+        **signing,
+    )
+    return base64.encodebytes(str(response).encode()).decode()
+
+
+needs_xmlsec1 = pytest.mark.skipif(
+    shutil.which("xmlsec1") is None,
+    reason="pysaml2 signs with the xmlsec1 binary (Debian package xmlsec1), which is not installed",
+)
+
+
+@needs_xmlsec1
+@pytest.mark.parametrize(
+    "signing",
+    [
+        {"sign_assertion": True, "sign_response": False},
+        {"sign_assertion": False, "sign_response": True},
+    ],
+    ids=["assertion-signed", "response-signed"],
+)
+def test_assertion_from_pysaml2_idp_verifies(tmp_path: Path, signing: dict[str, bool]) -> None:
+    now = int(time.time())  # pysaml2 stamps the real time
+    key = make_idp_key("pysaml2 idp", not_before=now - 3600, not_after=now + 86400)
+    document = pysaml2_response(tmp_path, key, sha256=True, **signing)
+    trusted = [SamlIdp(PYSAML2_IDP, (key.certificate_pem,))]
+
+    verified = verify_assertion(document, trusted, settings(), now)
+
+    assert verified.issuer == PYSAML2_IDP
+    assert verified.attributes == {
+        "urn:oid:0.9.2342.19200300.100.1.3": "alice@example.org",
+        "mail": "alice@example.org",
+        "urn:oid:1.3.6.1.4.1.5923.1.1.1.1": ["member", "staff"],
+        "eduPersonAffiliation": ["member", "staff"],
+        "sub": "alice-pysaml2",
+    }
+    assert now < verified.expires_at <= now + 15 * 60 + SKEW + 1
+    # The server trusting a different audience refuses the same document.
+    with pytest.raises(ClaimsError, match="not addressed to this server"):
+        verify_assertion(document, trusted, SamlSettings(audience="https://elsewhere.example"), now)
+
+
+@needs_xmlsec1
+def test_pysaml2_default_sha1_signature_needs_allow_sha1(tmp_path: Path) -> None:
+    now = int(time.time())
+    key = make_idp_key("pysaml2 idp", not_before=now - 3600, not_after=now + 86400)
+    document = pysaml2_response(
+        tmp_path, key, sha256=False, sign_assertion=True, sign_response=False
+    )
+    trusted = [SamlIdp(PYSAML2_IDP, (key.certificate_pem,))]
+    with pytest.raises(ClaimsError, match="SHA-1"):
+        verify_assertion(document, trusted, settings(), now)
+    assert verify_assertion(document, trusted, settings(allow_sha1=True), now).issuer == PYSAML2_IDP
