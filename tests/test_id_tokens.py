@@ -1,0 +1,648 @@
+"""ID tokens pushed in claim-client-claims-oidc-1.0 claims, and the JWKS key cache."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from joserfc.jwk import Key, KeySet
+
+from tests.oidc_fixtures import (
+    JwksServer,
+    b64url,
+    id_token_claims,
+    jwks_of,
+    make_ec_key,
+    make_ed25519_key,
+    make_id_token,
+    make_rsa_key,
+    raw_token,
+)
+from umaserver.claims import Claim, ClaimsError
+from umaserver.id_tokens import (
+    MAX_ID_TOKEN_LENGTH,
+    OIDC_CLAIM_TYPE,
+    KeySets,
+    OidcIssuer,
+    oidc_claims,
+    verify_id_token,
+)
+
+IDP_A = "https://idp-a.example"
+IDP_B = "https://idp-b.example"
+AUD = "uma-client-at-a"
+NOW = 1_700_000_000
+WAIT = 5.0  # longest a test waits for the background thread
+
+
+class Keys:
+    def __init__(self) -> None:
+        self.rsa_a = make_rsa_key("a-rsa")
+        self.ec_a = make_ec_key("a-ec")
+        self.ed_a = make_ed25519_key("a-ed")
+        self.rsa_b = make_rsa_key("b-rsa")
+
+
+@pytest.fixture(scope="module")
+def keys() -> Keys:
+    return Keys()
+
+
+def write_jwks(path: Path, keys: list[Key]) -> Path:
+    path.write_text(json.dumps(jwks_of(keys)))
+    return path
+
+
+@pytest.fixture(scope="module")
+def issuers(keys: Keys, tmp_path_factory: pytest.TempPathFactory) -> list[OidcIssuer]:
+    directory = tmp_path_factory.mktemp("jwks")
+    return [
+        OidcIssuer(
+            IDP_A,
+            (AUD, "another-client-at-a"),
+            jwks_file=write_jwks(directory / "a.json", [keys.rsa_a, keys.ec_a, keys.ed_a]),
+        ),
+        OidcIssuer(
+            IDP_B,
+            ("uma-client-at-b",),
+            jwks_file=write_jwks(directory / "b.json", [keys.rsa_b]),
+            algorithms=("RS256",),
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def key_sets(issuers: list[OidcIssuer]) -> KeySets:
+    return KeySets(issuers)
+
+
+@pytest.fixture
+def verify(issuers: list[OidcIssuer], key_sets: KeySets) -> Callable[..., dict[str, Any]]:
+    def verify(token: Any, *, now: int = NOW, skew: int = 120) -> dict[str, Any]:
+        return verify_id_token(token, issuers, key_sets, now=now, skew=skew)
+
+    return verify
+
+
+def claims_a(**extra: Any) -> dict[str, Any]:
+    return id_token_claims(IDP_A, AUD, now=NOW, **extra)
+
+
+def without(claims: dict[str, Any], name: str) -> dict[str, Any]:
+    return {k: v for k, v in claims.items() if k != name}
+
+
+# --- valid tokens ---------------------------------------------------------------------------
+
+
+def test_rs256_token_verifies(keys: Keys, verify: Callable[..., dict[str, Any]]) -> None:
+    token = make_id_token(keys.rsa_a, claims_a(email="alice@example.com"))
+    claims = verify(token)
+    assert claims["iss"] == IDP_A
+    assert claims["sub"] == "alice"
+    assert claims["email"] == "alice@example.com"
+
+
+def test_es256_token_verifies(keys: Keys, verify: Callable[..., dict[str, Any]]) -> None:
+    token = make_id_token(keys.ec_a, claims_a(), alg="ES256")
+    assert verify(token)["sub"] == "alice"
+
+
+@pytest.mark.filterwarnings("ignore:EdDSA is deprecated")
+def test_eddsa_token_verifies(keys: Keys, verify: Callable[..., dict[str, Any]]) -> None:
+    token = make_id_token(keys.ed_a, claims_a(), alg="EdDSA")
+    assert verify(token)["sub"] == "alice"
+
+
+def test_token_without_kid_is_tried_with_each_key(
+    keys: Keys, verify: Callable[..., dict[str, Any]]
+) -> None:
+    token = make_id_token(keys.ec_a, claims_a(), alg="ES256", kid=None)
+    assert verify(token)["sub"] == "alice"
+
+
+def test_single_audience_as_array_and_matching_azp_verify(
+    keys: Keys, verify: Callable[..., dict[str, Any]]
+) -> None:
+    assert verify(make_id_token(keys.rsa_a, claims_a(aud=[AUD])))["aud"] == [AUD]
+    several = claims_a(aud=[AUD, "https://api.example"], azp=AUD)
+    assert verify(make_id_token(keys.rsa_a, several))["azp"] == AUD
+
+
+@pytest.mark.parametrize(
+    ("changes", "skew"),
+    [
+        ({"exp": NOW - 60}, 120),  # expired a minute ago by our clock
+        ({"iat": NOW + 60}, 120),  # issued a minute ahead of our clock
+        ({"nbf": NOW + 60}, 120),
+        ({"exp": NOW + 1}, 0),
+    ],
+)
+def test_clock_skew_is_accepted(
+    keys: Keys, verify: Callable[..., dict[str, Any]], changes: dict[str, int], skew: int
+) -> None:
+    token = make_id_token(keys.rsa_a, claims_a(**changes))
+    assert verify(token, skew=skew)["sub"] == "alice"
+
+
+# --- oidc_claims ----------------------------------------------------------------------------
+
+
+def test_oidc_claims_give_the_provider_as_issuer_of_id_token_claims(
+    keys: Keys, issuers: list[OidcIssuer], key_sets: KeySets
+) -> None:
+    token = make_id_token(
+        keys.rsa_a, claims_a(email="alice@a.example", acr="mfa", nonce="n-0S6", at_hash="x")
+    )
+    value = {"id_token": token, "email": "alice@client-says.example", "role": "admin"}
+
+    claims = oidc_claims(
+        value, issuers=issuers, key_sets=key_sets, client_id="client-1", now=NOW, skew=120
+    )
+
+    def claim(name: str, issuer: str, value: Any) -> Claim:
+        return Claim(OIDC_CLAIM_TYPE, name, value, issuer, "client-1", NOW)
+
+    assert sorted(claims, key=lambda c: (c.issuer, c.name)) == [
+        claim("email", "client-1", "alice@client-says.example"),
+        claim("role", "client-1", "admin"),
+        claim("acr", IDP_A, "mfa"),
+        claim("email", IDP_A, "alice@a.example"),
+        claim("sub", IDP_A, "alice"),
+    ]
+
+
+def test_oidc_claims_without_id_token_are_the_clients_word(
+    issuers: list[OidcIssuer], key_sets: KeySets
+) -> None:
+    claims = oidc_claims(
+        {"sub": "alice", "iss": IDP_A},
+        issuers=issuers,
+        key_sets=key_sets,
+        client_id="client-1",
+        now=NOW,
+        skew=120,
+    )
+    assert {(c.name, c.issuer) for c in claims} == {("sub", "client-1"), ("iss", "client-1")}
+
+
+def test_oidc_claims_refuse_the_whole_value_with_a_bad_id_token(
+    keys: Keys, issuers: list[OidcIssuer], key_sets: KeySets
+) -> None:
+    token = make_id_token(keys.rsa_a, claims_a(aud="someone-else"))
+    with pytest.raises(ClaimsError, match="audience"):
+        oidc_claims(
+            {"id_token": token, "role": "admin"},
+            issuers=issuers,
+            key_sets=key_sets,
+            client_id="client-1",
+            now=NOW,
+            skew=120,
+        )
+
+
+# --- refusals -------------------------------------------------------------------------------
+
+
+def tampered(keys: Keys) -> str:
+    header, _, signature = make_id_token(keys.rsa_a, claims_a()).split(".")
+    payload = b64url(json.dumps(claims_a(sub="mallory")).encode())
+    return f"{header}.{payload}.{signature}"
+
+
+def hs256_with_public_key(keys: Keys) -> str:
+    secret = keys.rsa_a.as_pem(private=False)
+    header = b64url(json.dumps({"alg": "HS256", "kid": "a-rsa"}).encode())
+    payload = b64url(json.dumps(claims_a()).encode())
+    mac = hmac.new(secret, f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    return f"{header}.{payload}.{b64url(mac)}"
+
+
+def duplicate_members(keys: Keys) -> str:
+    header = b64url(json.dumps({"alg": "RS256", "kid": "a-rsa"}).encode())
+    payload = b64url(f'{{"iss": "{IDP_B}", "iss": "{IDP_A}"}}'.encode())
+    return f"{header}.{payload}.c2ln"
+
+
+REFUSALS: list[tuple[str, Callable[[Keys], str], str]] = [
+    ("bad signature", tampered, "signature does not verify"),
+    (
+        "signed by another issuer's key under our kid",
+        lambda k: make_id_token(k.rsa_b, claims_a(), kid="a-rsa"),
+        "signature does not verify",
+    ),
+    (
+        "signed by another issuer's key",
+        lambda k: make_id_token(k.rsa_b, claims_a()),
+        f"issuer '{IDP_A}' has no key with kid 'b-rsa'",
+    ),
+    (
+        "EC token under an RSA kid",
+        lambda k: make_id_token(k.ec_a, claims_a(), alg="ES256", kid="a-rsa"),
+        "signature does not verify",
+    ),
+    (
+        "wrong audience",
+        lambda k: make_id_token(k.rsa_a, claims_a(aud="someone-else")),
+        "audience 'aud' names none of the accepted audiences",
+    ),
+    (
+        "several audiences without azp",
+        lambda k: make_id_token(k.rsa_a, claims_a(aud=[AUD, "https://api.example"])),
+        "several audiences and no 'azp'",
+    ),
+    (
+        "several audiences with a foreign azp",
+        lambda k: make_id_token(
+            k.rsa_a, claims_a(aud=[AUD, "https://api.example"], azp="https://api.example")
+        ),
+        "'azp' is not an accepted audience",
+    ),
+    (
+        "expired",
+        lambda k: make_id_token(k.rsa_a, claims_a(exp=NOW - 121)),
+        f"expired at {NOW - 121}",
+    ),
+    (
+        "issued in the future",
+        lambda k: make_id_token(k.rsa_a, claims_a(iat=NOW + 121)),
+        "issued in the future",
+    ),
+    (
+        "not valid yet",
+        lambda k: make_id_token(k.rsa_a, claims_a(nbf=NOW + 121)),
+        "not valid yet",
+    ),
+    (
+        "no exp",
+        lambda k: make_id_token(k.rsa_a, without(claims_a(), "exp")),
+        "required claims missing: exp",
+    ),
+    (
+        "no iat",
+        lambda k: make_id_token(k.rsa_a, without(claims_a(), "iat")),
+        "required claims missing: iat",
+    ),
+    (
+        "no sub",
+        lambda k: make_id_token(k.rsa_a, without(claims_a(), "sub")),
+        "required claims missing: sub",
+    ),
+    (
+        "no aud",
+        lambda k: make_id_token(k.rsa_a, without(claims_a(), "aud")),
+        "required claims missing: aud",
+    ),
+    (
+        "exp not a number",
+        lambda k: make_id_token(k.rsa_a, claims_a(exp="tomorrow")),
+        "claim 'exp' is invalid",
+    ),
+    (
+        "alg none",
+        lambda k: raw_token({"alg": "none"}, claims_a()),
+        "algorithm 'none' is not accepted",
+    ),
+    (
+        "HS256 keyed with the RSA public key",
+        hs256_with_public_key,
+        "algorithm 'HS256' is not accepted",
+    ),
+    (
+        "algorithm the issuer does not use",
+        lambda k: make_id_token(
+            k.ec_a, id_token_claims(IDP_B, "uma-client-at-b", now=NOW), alg="ES256"
+        ),
+        f"algorithm 'ES256' is not accepted for issuer '{IDP_B}'",
+    ),
+    (
+        "unknown issuer",
+        lambda k: make_id_token(k.rsa_a, claims_a(iss="https://evil.example")),
+        "issuer 'https://evil.example' is not configured",
+    ),
+    (
+        "no iss",
+        lambda k: make_id_token(k.rsa_a, without(claims_a(), "iss")),
+        "it has no 'iss' claim",
+    ),
+    (
+        "critical header extension",
+        lambda k: raw_token({"alg": "RS256", "crit": ["x"], "x": 1}, claims_a(), b"sig"),
+        "'crit'",
+    ),
+    ("duplicate claim names", duplicate_members, "payload is not a base64url-encoded JSON"),
+    ("two parts", lambda k: "eyJhbGciOiJSUzI1NiJ9.e30", "not a signed JWT"),
+    ("four parts", lambda k: "a.b.c.d", "not a signed JWT"),
+    ("not base64url", lambda k: "a+b.c/d.e=f", "not a signed JWT"),
+    ("empty", lambda k: "", "not a signed JWT"),
+    ("header not JSON", lambda k: "bm9wZQ.e30.c2ln", "header is not a base64url-encoded JSON"),
+    ("header without alg", lambda k: "e30.e30.c2ln", "header has no 'alg'"),
+    (
+        "payload not an object",
+        lambda k: raw_token({"alg": "RS256"}, ["iss"]),  # type: ignore[arg-type]
+        "payload is not a base64url-encoded JSON object",
+    ),
+    (
+        "oversized",
+        lambda k: make_id_token(k.rsa_a, claims_a(padding="x" * MAX_ID_TOKEN_LENGTH)),
+        f"longer than {MAX_ID_TOKEN_LENGTH} characters",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("make_token", "reason"),
+    [pytest.param(make, reason, id=name) for name, make, reason in REFUSALS],
+)
+def test_refused_tokens(
+    keys: Keys,
+    verify: Callable[..., dict[str, Any]],
+    make_token: Callable[[Keys], str],
+    reason: str,
+) -> None:
+    with pytest.raises(ClaimsError) as refused:
+        verify(make_token(keys))
+    assert refused.value.description.startswith("ID token refused: ")
+    assert reason in refused.value.description
+
+
+@pytest.mark.parametrize("value", [None, 42, ["a.b.c"], {"alg": "RS256"}, b"a.b.c"])
+def test_id_token_that_is_not_a_string_is_refused(
+    verify: Callable[..., dict[str, Any]], value: Any
+) -> None:
+    with pytest.raises(ClaimsError, match="'id_token' is not a string"):
+        verify(value)
+
+
+def test_refusal_never_echoes_the_token(keys: Keys, verify: Callable[..., dict[str, Any]]) -> None:
+    token = make_id_token(keys.rsa_a, claims_a(iss="https://evil.example/" + "p" * 500))
+    with pytest.raises(ClaimsError) as refused:
+        verify(token)
+    assert token not in refused.value.description
+    assert len(refused.value.description) < 200
+
+
+def test_keys_not_fetched_yet_are_refused(keys: Keys) -> None:
+    issuer = OidcIssuer(IDP_A, (AUD,), jwks_uri="https://idp-a.example/jwks")
+    token = make_id_token(keys.rsa_a, claims_a())
+    with pytest.raises(ClaimsError, match=f"keys of issuer '{IDP_A}' are not available yet"):
+        verify_id_token(token, [issuer], KeySets([issuer]), now=NOW)
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"algorithms": ("RS256", "none")}, "algorithm 'none' of OIDC issuer"),
+        ({"algorithms": ("HS256",)}, "algorithm 'HS256' of OIDC issuer"),
+        ({"algorithms": ()}, "at least one algorithm"),
+        ({"algorithms": "RS256"}, "must be a list"),
+        ({"audiences": ()}, "at least one non-empty audience"),
+        ({"audiences": AUD}, "must be a list"),
+        ({"jwks_uri": "https://idp/jwks", "jwks_file": Path("a.json")}, "exactly one of"),
+        ({"jwks_uri": None}, "exactly one of"),
+        ({"jwks_uri": "file:///etc/jwks.json"}, "absolute http(s) URL"),
+        ({"jwks_uri": "/jwks"}, "absolute http(s) URL"),
+        ({"issuer": ""}, "non-empty 'issuer'"),
+    ],
+)
+def test_bad_issuer_configuration_is_refused(arguments: dict[str, Any], message: str) -> None:
+    settings: dict[str, Any] = {
+        "issuer": IDP_A,
+        "audiences": (AUD,),
+        "jwks_uri": "https://idp-a.example/jwks",
+        **arguments,
+    }
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        OidcIssuer(**settings)
+
+
+def test_same_issuer_twice_is_refused() -> None:
+    issuer = OidcIssuer(IDP_A, (AUD,), jwks_uri="https://idp-a.example/jwks")
+    with pytest.raises(ValueError, match="configured twice"):
+        KeySets([issuer, issuer])
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot be read"),
+        ("{not json", "not a JSON object"),
+        ("[]", "not a JSON object"),
+        ('{"keys": {}}', "not a JWK set"),
+        ('{"keys": []}', "no usable public signature key"),
+        ('{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}', "no usable public signature key"),
+        ('{"keys": [{"kty": "RSA", "n": "AQAB"}]}', "no usable public signature key"),
+    ],
+)
+def test_broken_jwks_file_stops_the_server_from_starting(
+    tmp_path: Path, content: str | None, message: str
+) -> None:
+    path = tmp_path / "jwks.json"
+    if content is not None:
+        path.write_text(content)
+    issuer = OidcIssuer(IDP_A, (AUD,), jwks_file=path)
+    with pytest.raises(ValueError, match=message) as refused:
+        KeySets([issuer])
+    assert str(path) in str(refused.value)
+    assert IDP_A in str(refused.value)
+
+
+def test_jwks_file_keeps_only_public_signature_keys(keys: Keys, tmp_path: Path) -> None:
+    document = {
+        "keys": [
+            {"kty": "oct", "k": "c2VjcmV0", "kid": "hmac"},
+            {**keys.ec_a.as_dict(private=False), "use": "enc", "kid": "for-encryption"},
+            {"kty": "PQC", "kid": "from-the-future"},
+            keys.rsa_a.as_dict(private=True),  # published with its private half by mistake
+        ]
+    }
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps(document))
+    key_set = KeySets([OidcIssuer(IDP_A, (AUD,), jwks_file=path)]).key_set(IDP_A)
+    assert key_set is not None
+    assert [key.kid for key in key_set.keys] == ["a-rsa"]
+    assert not key_set.keys[0].is_private
+
+
+# --- jwks_uri -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def jwks_server(keys: Keys) -> Iterator[JwksServer]:
+    with JwksServer(jwks_of([keys.rsa_a])) as server:
+        yield server
+
+
+def uri_issuer(server: JwksServer) -> OidcIssuer:
+    return OidcIssuer(IDP_A, (AUD,), jwks_uri=server.url)
+
+
+def wait_until(condition: Callable[[], bool]) -> bool:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
+
+
+def test_refresh_now_fetches_the_jwks_uri(keys: Keys, jwks_server: JwksServer) -> None:
+    issuer = uri_issuer(jwks_server)
+    key_sets = KeySets([issuer])
+    assert key_sets.key_set(IDP_A) is None
+    assert jwks_server.hits == 0  # nothing is fetched before asked
+
+    key_sets.refresh_now()
+
+    token = make_id_token(keys.rsa_a, claims_a())
+    assert verify_id_token(token, [issuer], key_sets, now=NOW)["sub"] == "alice"
+    assert jwks_server.hits == 1
+
+
+def test_background_thread_fetches_the_jwks_uri(keys: Keys, jwks_server: JwksServer) -> None:
+    key_sets = KeySets([uri_issuer(jwks_server)])
+    key_sets.start()
+    try:
+        assert wait_until(lambda: key_sets.key_set(IDP_A) is not None)
+    finally:
+        key_sets.stop()
+    key_set = key_sets.key_set(IDP_A)
+    assert key_set is not None
+    assert [key.kid for key in key_set.keys] == ["a-rsa"]
+
+
+def test_background_thread_refreshes_and_picks_up_new_keys(
+    keys: Keys, jwks_server: JwksServer
+) -> None:
+    key_sets = KeySets([uri_issuer(jwks_server)], refresh_interval=0.05)
+    key_sets.start()
+    try:
+        assert wait_until(lambda: key_sets.key_set(IDP_A) is not None)
+        jwks_server.serve(jwks_of([keys.ec_a]))
+        assert wait_until(lambda: kids(key_sets) == ["a-ec"])
+    finally:
+        key_sets.stop()
+
+
+def kids(key_sets: KeySets) -> list[str | None]:
+    key_set = key_sets.key_set(IDP_A)
+    return [] if key_set is None else [key.kid for key in key_set.keys]
+
+
+def test_key_rollover(keys: Keys, jwks_server: JwksServer) -> None:
+    issuer = uri_issuer(jwks_server)
+    key_sets = KeySets([issuer])
+    key_sets.refresh_now()
+    old_token = make_id_token(keys.rsa_a, claims_a())
+    new_token = make_id_token(keys.ec_a, claims_a(), alg="ES256")
+    assert verify_id_token(old_token, [issuer], key_sets, now=NOW)
+    with pytest.raises(ClaimsError, match="has no key with kid 'a-ec'"):
+        verify_id_token(new_token, [issuer], key_sets, now=NOW)
+
+    jwks_server.serve(jwks_of([keys.ec_a]))
+    key_sets.refresh_now()
+
+    assert verify_id_token(new_token, [issuer], key_sets, now=NOW)
+    with pytest.raises(ClaimsError, match="has no key with kid 'a-rsa'"):
+        verify_id_token(old_token, [issuer], key_sets, now=NOW)
+
+
+def test_unknown_kid_has_the_background_thread_fetch_early(
+    keys: Keys, jwks_server: JwksServer
+) -> None:
+    issuer = uri_issuer(jwks_server)
+    key_sets = KeySets([issuer], refresh_interval=3600.0, retry_interval=0.05)
+    key_sets.start()
+    try:
+        assert wait_until(lambda: key_sets.key_set(IDP_A) is not None)
+        jwks_server.serve(jwks_of([keys.rsa_a, keys.ec_a]))
+        new_token = make_id_token(keys.ec_a, claims_a(), alg="ES256")
+        # The request that meets the unknown kid is refused without fetching in its own thread.
+        with pytest.raises(ClaimsError, match="has no key with kid 'a-ec'"):
+            verify_id_token(new_token, [issuer], key_sets, now=NOW)
+        assert wait_until(lambda: kids(key_sets) == ["a-rsa", "a-ec"])
+        assert verify_id_token(new_token, [issuer], key_sets, now=NOW)
+        assert jwks_server.hits == 2
+    finally:
+        key_sets.stop()
+
+
+def oversized_body() -> bytes:
+    return json.dumps({"keys": [], "padding": "x" * 4096}).encode()
+
+
+@pytest.mark.parametrize(
+    ("answer", "logged"),
+    [
+        ({"status": 404, "body": b"{}"}, "HTTP 404"),
+        ({"status": 302, "body": b""}, "HTTP 302"),
+        ({"status": 500, "body": b"oops"}, "HTTP 500"),
+        ({"body": oversized_body()}, "larger than 2048 bytes"),
+        ({"body": oversized_body(), "content_length": False}, "larger than 2048 bytes"),
+        ({"body": b"<html>down for maintenance</html>"}, "not a JSON object"),
+        ({"body": b'{"keys": "none"}'}, "not a JWK set"),
+        ({"body": b'{"keys": []}'}, "no usable public signature key"),
+        ({"delay": 1.0}, "timed out"),
+    ],
+    ids=[
+        "404",
+        "redirect",
+        "500",
+        "oversized",
+        "oversized-without-length",
+        "not-json",
+        "not-jwks",
+        "no-keys",
+        "timeout",
+    ],
+)
+def test_fetch_errors_keep_the_previous_keys(
+    keys: Keys,
+    jwks_server: JwksServer,
+    caplog: pytest.LogCaptureFixture,
+    answer: dict[str, Any],
+    logged: str,
+) -> None:
+    key_sets = KeySets([uri_issuer(jwks_server)], fetch_timeout=0.3, max_bytes=2048)
+    bad = {"jwks": jwks_of([keys.rsa_a]), **answer}
+
+    jwks_server.serve(**bad)
+    with caplog.at_level(logging.WARNING, logger="umaserver.id_tokens"):
+        key_sets.refresh_now()  # a first fetch that fails leaves no keys, and does not raise
+    assert key_sets.key_set(IDP_A) is None
+    assert logged in caplog.text
+
+    jwks_server.serve(jwks_of([keys.rsa_a]))
+    key_sets.refresh_now()
+    before = key_sets.key_set(IDP_A)
+    assert isinstance(before, KeySet)
+
+    jwks_server.serve(**bad)
+    key_sets.refresh_now()
+    assert key_sets.key_set(IDP_A) is before
+
+
+def test_unreachable_jwks_uri_does_not_raise() -> None:
+    issuer = OidcIssuer(IDP_A, (AUD,), jwks_uri="http://127.0.0.1:9/jwks")
+    key_sets = KeySets([issuer], fetch_timeout=0.5)
+    key_sets.refresh_now()
+    assert key_sets.key_set(IDP_A) is None
+
+
+def test_stop_ends_the_background_thread(jwks_server: JwksServer) -> None:
+    key_sets = KeySets([uri_issuer(jwks_server)])
+    key_sets.start()
+    thread = key_sets._thread
+    assert thread is not None
+    key_sets.stop()
+    assert not thread.is_alive()
