@@ -43,3 +43,67 @@ CREATE TABLE IF NOT EXISTS resource_sets (
     updated_at  INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS resource_sets_by_owner ON resource_sets (owner, client_id);
+
+-- A permission ticket: one request for access to one resource set, handed by the RS to a client.
+-- state: open (usable), granted (consumed by a grant), finished (refused or out of requests).
+-- Rows outlive expiry by a day so that an expired ticket can be told apart from an unknown one.
+CREATE TABLE IF NOT EXISTS tickets (
+    digest          TEXT PRIMARY KEY,
+    owner           TEXT NOT NULL,
+    client_id       TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    resource_set_id TEXT NOT NULL REFERENCES resource_sets (id) ON DELETE CASCADE,
+    scopes          TEXT NOT NULL,                 -- JSON array
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    requests        INTEGER NOT NULL DEFAULT 0,    -- authorization requests made with it
+    state           TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'granted', 'finished'))
+);
+CREATE INDEX IF NOT EXISTS tickets_by_expiry ON tickets (expires_at);
+
+-- Requesting party tokens. Each belongs to the AAT it was issued under; revoking that AAT
+-- revokes them, and a new RPT for the AAT revokes its previous one.
+CREATE TABLE IF NOT EXISTS rpts (
+    digest           TEXT PRIMARY KEY,
+    aat_digest       TEXT NOT NULL REFERENCES access_tokens (digest) ON DELETE CASCADE,
+    client_id        TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    requesting_party TEXT NOT NULL,
+    issued_at        INTEGER NOT NULL,
+    expires_at       INTEGER NOT NULL,
+    revoked          INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS rpts_by_aat ON rpts (aat_digest, revoked);
+
+-- One permission per resource set in an RPT; a repeat grant merges scopes and renews expiry.
+CREATE TABLE IF NOT EXISTS permissions (
+    rpt_digest      TEXT NOT NULL REFERENCES rpts (digest) ON DELETE CASCADE,
+    resource_set_id TEXT NOT NULL REFERENCES resource_sets (id) ON DELETE CASCADE,
+    scopes          TEXT NOT NULL,                 -- JSON array
+    issued_at       INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    PRIMARY KEY (rpt_digest, resource_set_id)
+);
+CREATE INDEX IF NOT EXISTS permissions_by_resource_set ON permissions (resource_set_id);
+
+-- Claims gathered for one ticket about one requesting party, with their provenance. Never reused
+-- for another ticket or party. A re-push of the same type, name and issuer replaces the value.
+CREATE TABLE IF NOT EXISTS gathered_claims (
+    ticket_digest    TEXT NOT NULL REFERENCES tickets (digest) ON DELETE CASCADE,
+    requesting_party TEXT NOT NULL,
+    type             TEXT NOT NULL,
+    name             TEXT NOT NULL,
+    issuer           TEXT NOT NULL,
+    value            TEXT NOT NULL,                -- JSON
+    client_id        TEXT NOT NULL,
+    gathered_at      INTEGER NOT NULL,
+    PRIMARY KEY (ticket_digest, requesting_party, type, name, issuer)
+);
+
+-- SAML assertion IDs already accepted, remembered until the assertion expires (replay detection).
+CREATE TABLE IF NOT EXISTS seen_assertions (
+    issuer           TEXT NOT NULL,
+    assertion_id     TEXT NOT NULL,
+    ticket_digest    TEXT NOT NULL,
+    requesting_party TEXT NOT NULL,
+    expires_at       INTEGER NOT NULL,
+    PRIMARY KEY (issuer, assertion_id, ticket_digest)
+);

@@ -50,7 +50,14 @@ def write_config(folder: Path, issuer: str = "http://uma.test", extra: str = "")
 
 
 @pytest.fixture
-def config_path(tmp_path: Path) -> Path:
+def rules_text() -> str:
+    """The owners' rule file the app starts with; a test module overrides this fixture."""
+    return ""
+
+
+@pytest.fixture
+def config_path(tmp_path: Path, rules_text: str) -> Path:
+    (tmp_path / "policies.toml").write_text(rules_text, encoding="utf-8")
     return write_config(tmp_path)
 
 
@@ -165,7 +172,10 @@ class LiveServer:
         return json.loads(done.stdout)
 
 
-def start_server(folder: Path, extra_config: str = "", threads: int = 8) -> LiveServer:
+def start_server(
+    folder: Path, extra_config: str = "", threads: int = 8, rules_text: str = ""
+) -> LiveServer:
+    (folder / "policies.toml").write_text(rules_text, encoding="utf-8")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     config_path = write_config(folder, issuer=url, extra=extra_config)
@@ -214,7 +224,7 @@ def stop_server(server: LiveServer) -> None:
 
 
 @pytest.fixture
-def live_server(tmp_path: Path) -> Iterator[LiveServer]:
-    server = start_server(tmp_path)
+def live_server(tmp_path: Path, rules_text: str) -> Iterator[LiveServer]:
+    server = start_server(tmp_path, rules_text=rules_text)
     yield server
     stop_server(server)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from flask.testing import FlaskClient
 
-from .conftest import CLI
+from umaserver.db import Store
+
+from .conftest import CLI, Party
 
 GOOD = """
 [[rules]]
@@ -100,3 +104,157 @@ def test_check_does_not_need_a_config_for_an_explicit_file(tmp_path: Path) -> No
     result = CLI(tmp_path / "no-such-config.toml")("policy", "check", str(path))
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["valid"] is True
+
+
+# -- policy explain ------------------------------------------------------------------------------
+
+EMPLOYEE = "urn:example:employee"
+EXPLAINED = f"""
+[[rules]]
+id = "doctors"
+owner = "alice"
+scopes = ["view"]
+[[rules.conditions]]
+claim = "role"
+contains = "doctor"
+types = ["{EMPLOYEE}"]
+hint = "Your role at the hospital"
+
+[[rules]]
+id = "bobs-photos"
+owner = "bob"
+scopes = ["view"]
+"""
+
+
+@pytest.fixture
+def rules_text() -> str:
+    return EXPLAINED
+
+
+@pytest.fixture
+def photos(http: FlaskClient, rs: Party) -> str:
+    created = http.post(
+        "/rs/resource_set", json={"name": "Photos", "scopes": ["view"]}, headers=rs.auth
+    )
+    rs_id: str = created.json["_id"]
+    return rs_id
+
+
+def explain(cli: CLI, tmp_path: Path, rs_id: str, claims: Any, *extra: str) -> Any:
+    claims_file = tmp_path / "claims.json"
+    claims_file.write_text(claims if isinstance(claims, str) else json.dumps(claims))
+    return cli(
+        "policy",
+        "explain",
+        "--owner",
+        "alice",
+        "--resource-set",
+        rs_id,
+        "--scope",
+        "view",
+        "--claims",
+        str(claims_file),
+        *extra,
+    )
+
+
+def test_explain_a_grant(cli: CLI, tmp_path: Path, photos: str) -> None:
+    result = explain(cli, tmp_path, photos, [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "decision": "grant",
+        "rules": ["doctors"],
+        "need_claims": [],
+        "explanation": [
+            {
+                "rule": "doctors",
+                "holds": True,
+                "reasons": [
+                    "condition 0 on 'role' holds: an accepted claim contains 'doctor'",
+                    "grants 'view'",
+                ],
+            }
+        ],
+        "summary": "Granted 'view' on resource set 'Photos' by rule 'doctors'.",
+    }
+
+
+def test_explain_need_claims_for_a_client(
+    cli: CLI, store: Store, tmp_path: Path, photos: str
+) -> None:
+    client, _ = store.create_client("bob's app", [], [EMPLOYEE])
+    result = explain(cli, tmp_path, photos, [], "--client", client.client_id)
+    assert result.exit_code == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["decision"] == "need_claims"
+    assert answer["need_claims"] == [
+        {"type": EMPLOYEE, "name": "role", "value": "Your role at the hospital"}
+    ]
+    # A client that may push no type the rule accepts is refused instead.
+    other, _ = store.create_client("other app", [], ["urn:example:other"])
+    answer = json.loads(explain(cli, tmp_path, photos, [], "--client", other.client_id).stdout)
+    assert answer["decision"] == "deny"
+    assert "this client cannot supply one" in answer["explanation"][0]["reasons"][0]
+
+
+def test_explain_a_refusal_without_showing_the_claim_value(
+    cli: CLI, tmp_path: Path, photos: str
+) -> None:
+    result = explain(
+        cli, tmp_path, photos, [{"type": EMPLOYEE, "value": {"role": ["secret-nurse"]}}]
+    )
+    assert result.exit_code == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["decision"] == "deny"
+    assert answer["explanation"][0]["reasons"][0] == (
+        "condition 0 on 'role' failed: no accepted claim contains 'doctor'"
+    )
+    assert "secret-nurse" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("claims", "extra", "message"),
+    [
+        ("{not json", (), "The claims file is not JSON"),
+        ('{"type": "x"}', (), "must be a JSON array of objects"),
+        ('[{"type": "x", "value": 3}]', (), "must be a JSON array of objects"),
+        ("[]", ("--client", "nobody"), "There is no client 'nobody'."),
+    ],
+)
+def test_explain_errors_are_sentences(
+    cli: CLI, tmp_path: Path, photos: str, claims: str, extra: tuple[str, ...], message: str
+) -> None:
+    result = explain(cli, tmp_path, photos, claims, *extra)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    assert result.stdout == ""
+
+
+def test_explain_only_an_owners_own_set(cli: CLI, tmp_path: Path, photos: str) -> None:
+    for rs_id in (photos, "never-registered"):
+        result = cli(
+            "policy",
+            "explain",
+            "--owner",
+            "bob",
+            "--resource-set",
+            rs_id,
+            "--scope",
+            "view",
+            "--claims",
+            "-",
+            input="[]",
+        )
+        assert result.exit_code == 1
+        assert result.stderr.strip() == f"'bob' has no resource set {rs_id!r}."
+
+
+def test_explain_a_type_the_client_may_not_push(
+    cli: CLI, store: Store, tmp_path: Path, photos: str
+) -> None:
+    client, _ = store.create_client("bob's app", [], [EMPLOYEE])
+    pushed = [{"type": "urn:example:other", "value": {"role": ["doctor"]}}]
+    result = explain(cli, tmp_path, photos, pushed, "--client", client.client_id)
+    assert result.exit_code == 1
+    assert "may not push claims of type 'urn:example:other'" in result.stderr

@@ -7,17 +7,41 @@ and by the command line alike.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from flask import Flask
 
-from . import db, discovery, error_responses, oauth, resource_sets
+from . import (
+    authorization,
+    db,
+    discovery,
+    error_responses,
+    introspection,
+    oauth,
+    permissions,
+    resource_sets,
+    rpt,
+)
 from .config import Config, load_config
+from .policy_store import PolicyStore
+from .verifiers import ConfiguredVerifiers
 
 __all__ = ["create_app"]
 
 
+@dataclass(frozen=True)
+class Services:
+    """What the blueprints share beyond the database: the owners' rules and the claim verifiers."""
+
+    policies: PolicyStore
+    verifiers: ConfiguredVerifiers
+
+
 def create_app(config: Config | None = None) -> Flask:
-    """Build the app from `config`, or from the file named by UMASERVER_CONFIG."""
+    """Build the app from `config`, or from the file named by UMASERVER_CONFIG.
+
+    Raises ConfigError, PolicyError or ValueError (a broken JWKS file) when it cannot serve.
+    """
     if config is None:
         config = load_config()
     app = Flask(__name__)
@@ -25,14 +49,25 @@ def create_app(config: Config | None = None) -> Flask:
         UMA=config,
         SECRET_KEY=config.secret_key,
         MAX_CONTENT_LENGTH=config.limits.max_body_bytes,
-        JSON_SORT_KEYS=False,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
     logging.getLogger("umaserver").setLevel(logging.INFO)
 
+    verifiers = ConfiguredVerifiers(config)
+    app.extensions["uma"] = Services(PolicyStore(config.policies), verifiers)
+    verifiers.start()
+
     db.init_app(app)
     error_responses.register_error_handlers(app)
     oauth.init_app(app)
-    for blueprint in (discovery.bp, oauth.bp, resource_sets.bp):
+    for blueprint in (
+        discovery.bp,
+        oauth.bp,
+        resource_sets.bp,
+        permissions.bp,
+        rpt.bp,
+        authorization.bp,
+        introspection.bp,
+    ):
         app.register_blueprint(blueprint)
     return app

@@ -7,8 +7,9 @@ engine sees nothing else. Plain Python: no Flask here.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -35,3 +36,91 @@ class ClaimsError(Exception):
     def __init__(self, description: str) -> None:
         super().__init__(description)
         self.description = description
+
+
+# The claim profiles of the spec, by the type string of their claim objects.
+OIDC_TYPE = "claim-client-claims-oidc-1.0"
+SAML_TYPE = "claim-client-assertion-saml-1.0"
+REDIRECT_TYPE = "claim-client-redirect-1.0"
+
+
+class Verifiers(Protocol):
+    """What turns one verified claim object into claims. `saml` and `oidc` slot in here."""
+
+    def saml(self, value: Mapping[str, Any], client_id: str, now: int) -> VerifiedClaims: ...
+
+    def oidc(self, value: Mapping[str, Any], client_id: str, now: int) -> VerifiedClaims: ...
+
+    def issuers(self, claim_type: str) -> tuple[str, ...]:
+        """The third parties that can vouch for claims of this type (IdPs, OIDC issuers)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Assertion:
+    """A verified assertion whose ID must be remembered against replay."""
+
+    issuer: str
+    assertion_id: str
+    expires_at: int
+
+
+@dataclass(frozen=True)
+class VerifiedClaims:
+    claims: tuple[Claim, ...]
+    assertions: tuple[Assertion, ...] = ()
+
+
+def read_claim_objects(
+    unverified: list[dict[str, Any]],
+    client_id: str,
+    push_types: Collection[str],
+    verifiers: Verifiers,
+    now: int,
+) -> VerifiedClaims:
+    """The claims of a request's `claims` array, every object checked; raises ClaimsError.
+
+    "In the direct claim profiles the AS and the client have a pre-established trust
+    relationship": a client may push only the claim types it was registered with, and its plain
+    claims carry itself as issuer.
+    """
+    claims: list[Claim] = []
+    assertions: list[Assertion] = []
+    for index, claim_object in enumerate(unverified):
+        claim_type = claim_object["type"]
+        value = claim_object["value"]
+        if claim_type == REDIRECT_TYPE:
+            # The redirect profile's claims are gathered by this server itself, not pushed.
+            continue
+        if claim_type not in push_types:
+            raise ClaimsError(
+                f"claims[{index}]: this client may not push claims of type {claim_type!r}"
+            )
+        if claim_type == SAML_TYPE:
+            verified = verifiers.saml(value, client_id, now)
+        elif claim_type == OIDC_TYPE:
+            verified = verifiers.oidc(value, client_id, now)
+        else:
+            verified = VerifiedClaims(
+                tuple(
+                    Claim(claim_type, name, item, client_id, client_id, now)
+                    for name, item in value.items()
+                )
+            )
+        claims.extend(verified.claims)
+        assertions.extend(verified.assertions)
+    return VerifiedClaims(tuple(claims), tuple(assertions))
+
+
+def suppliable(
+    client_id: str, push_types: Collection[str], verifiers: Verifiers
+) -> frozenset[tuple[str, str]]:
+    """The (claim type, issuer) pairs this client can supply: its own word for plain types and
+    plain OIDC claims, and the configured third parties for verified ones."""
+    pairs: set[tuple[str, str]] = set()
+    for claim_type in push_types:
+        if claim_type != SAML_TYPE:
+            pairs.add((claim_type, client_id))
+        if claim_type in (SAML_TYPE, OIDC_TYPE):
+            pairs.update((claim_type, issuer) for issuer in verifiers.issuers(claim_type))
+    return frozenset(pairs)

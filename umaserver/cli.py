@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -17,9 +18,11 @@ from flask import Flask
 
 from . import create_app, secrets_at_rest
 from .bearer import SCOPE_ALIASES
+from .claims import ClaimsError, read_claim_objects, suppliable
 from .config import Config, ConfigError, load_config
 from .db import Store
-from .policy import PolicyError, load_rules
+from .policy import PolicyError, ResourceSetRef, decide, load_rules
+from .verifiers import ConfiguredVerifiers
 
 
 class Failure(click.ClickException):
@@ -115,7 +118,12 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
 
 
 def _app(config: Config) -> Flask:
-    return create_app(config)
+    try:
+        return create_app(config)
+    except PolicyError as error:
+        fail(f"The rule file {config.policies} is broken:\n{error}")
+    except ValueError as error:  # a broken JWKS file of an OIDC issuer
+        fail(str(error))
 
 
 # -- clients -----------------------------------------------------------------------------------
@@ -275,3 +283,78 @@ def policy_check(ctx: click.Context, file: str | None) -> None:
     except PolicyError as error:
         fail(f"{path}:\n{error}")
     emit({"file": str(path), "valid": True, "rules": [rule.id for rule in rules.rules]})
+
+
+@policy.command("explain")
+@click.option("--owner", required=True, help="The resource owner's username.")
+@click.option("--resource-set", "rs_id", required=True, help="The resource set's _id.")
+@click.option(
+    "--scope", "scopes", required=True, multiple=True, help="A requested scope (repeatable)."
+)
+@click.option(
+    "--claims",
+    "claims_file",
+    required=True,
+    type=click.File("r"),
+    help="A JSON array of claim objects, as in an authorization request ('-' for stdin).",
+)
+@click.option(
+    "--client",
+    "client_id",
+    help="The pushing client: its claim types and its id as issuer (default: any type, issuer '-').",
+)
+@click.pass_context
+def policy_explain(
+    ctx: click.Context,
+    owner: str,
+    rs_id: str,
+    scopes: tuple[str, ...],
+    claims_file: Any,
+    client_id: str | None,
+) -> None:
+    """Print the decision for a request, the rule that decided it, and why each other rule did not."""
+    config = _config(ctx)
+    store = _store(ctx)
+    resource_set = store.find_resource_set(rs_id)
+    if resource_set is None or store.owner_name(resource_set.owner) != owner:
+        fail(f"{owner!r} has no resource set {rs_id!r}.")
+    try:
+        objects = json.load(claims_file)
+    except ValueError as error:
+        fail(f"The claims file is not JSON: {error}")
+    if not isinstance(objects, list) or not all(
+        isinstance(o, dict) and isinstance(o.get("type"), str) and isinstance(o.get("value"), dict)
+        for o in objects
+    ):
+        fail(
+            "The claims file must be a JSON array of objects with a string type and an object value."
+        )
+    if client_id is not None:
+        found = store.get_client(client_id)
+        if found is None:
+            fail(f"There is no client {client_id!r}.")
+        push_types: tuple[str, ...] = found.push_claim_types
+    else:
+        client_id = "-"
+        push_types = tuple(dict.fromkeys(o["type"] for o in objects))
+    try:
+        rules = load_rules(config.policies)
+    except PolicyError as error:
+        fail(f"The rule file {config.policies} is broken:\n{error}")
+    verifiers = ConfiguredVerifiers(config)
+    verifiers.key_sets.refresh_now()
+    now = int(time.time())
+    try:
+        pushed = read_claim_objects(objects, client_id, push_types, verifiers, now)
+    except ClaimsError as error:
+        fail(error.description)
+    description = resource_set.description
+    decision = decide(
+        rules,
+        owner=owner,
+        resource_set=ResourceSetRef(resource_set.id, description["name"], description.get("type")),
+        scopes=list(scopes),
+        claims=list(pushed.claims),
+        can_supply=suppliable(client_id, push_types, verifiers),
+    )
+    emit(decision.as_dict())

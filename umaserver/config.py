@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from .id_tokens import DEFAULT_ALGORITHMS, OidcIssuer
+from .saml import SamlIdp
+
 T = TypeVar("T")
 
 CONFIG_ENV = "UMASERVER_CONFIG"
@@ -49,6 +52,16 @@ class Lifetimes:
 
 
 @dataclass(frozen=True)
+class ClaimSettings:
+    clock_skew: int = 120
+    saml_max_bytes: int = 256 * 1024
+    saml_allow_sha1: bool = False
+    jwks_fetch_timeout: int = 5
+    jwks_max_bytes: int = 64 * 1024
+    jwks_refresh: int = 3600
+
+
+@dataclass(frozen=True)
 class Config:
     issuer: str
     database: Path
@@ -57,6 +70,9 @@ class Config:
     server: ServerSettings = ServerSettings()
     limits: Limits = Limits()
     lifetimes: Lifetimes = Lifetimes()
+    claims: ClaimSettings = ClaimSettings()
+    saml_idps: tuple[SamlIdp, ...] = ()
+    oidc_issuers: tuple[OidcIssuer, ...] = ()
     source: Path | None = None
 
     def url(self, path: str) -> str:
@@ -95,6 +111,30 @@ class _Reader:
         if check is not None and (problem := check(value)) is not None:
             self.errors.append(f"{name}: {problem}")
         return value
+
+    def strings(self, key: str, required: bool = False) -> tuple[str, ...]:
+        name = self._name(key)
+        if key not in self.table:
+            if required:
+                self.errors.append(f"{name}: missing")
+            return ()
+        value = self.table.pop(key)
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            self.errors.append(f"{name}: must be an array of non-empty strings")
+            return ()
+        if required and not value:
+            self.errors.append(f"{name}: must not be empty")
+        return tuple(value)
+
+    def tables(self, key: str) -> list[_Reader]:
+        """An array of tables (`[[key]]`), one reader each."""
+        value = self.table.pop(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            self.errors.append(f"{self._name(key)}: must be an array of tables ([[{key}]])")
+            return []
+        return [
+            _Reader(item, f"{self._name(key)}[{i}]", self.errors) for i, item in enumerate(value)
+        ]
 
     def section(self, key: str) -> _Reader:
         value = self.table.pop(key, {})
@@ -158,6 +198,76 @@ def _non_empty(value: str) -> str | None:
     return None if value.strip() else "must not be empty"
 
 
+def _not_negative(value: int) -> str | None:
+    return None if value >= 0 else "must not be negative"
+
+
+PEM_BEGIN = "-----BEGIN CERTIFICATE-----"
+
+
+def _certificate(text: str, base: Path, name: str, errors: list[str]) -> str:
+    """A certificate given inline as PEM, or as the path of a PEM file."""
+    if text.lstrip().startswith(PEM_BEGIN):
+        return text
+    path = base / text
+    try:
+        pem = path.read_text(encoding="utf-8")
+    except OSError as error:
+        errors.append(f"{name}: cannot read {path}: {error.strerror}")
+        return ""
+    if PEM_BEGIN not in pem:
+        errors.append(f"{name}: {path} holds no PEM certificate")
+    return pem
+
+
+def _saml_idp(reader: _Reader, base: Path) -> SamlIdp | None:
+    entity_id = reader.take("entity_id", str, check=_non_empty)
+    certificates = reader.strings("certificates", required=True)
+    pems = tuple(
+        _certificate(text, base, f"{reader.where}.certificates[{i}]", reader.errors)
+        for i, text in enumerate(certificates)
+    )
+    attributes = reader.strings("attributes")
+    name_id_as_sub = reader.take("name_id_as_sub", bool, True)
+    reader.finish()
+    if not entity_id or not all(pems):
+        return None
+    try:
+        return SamlIdp(entity_id, pems, attributes, name_id_as_sub)
+    except ValueError as error:
+        reader.errors.append(f"{reader.where}: {error}")
+        return None
+
+
+def _oidc_issuer(reader: _Reader, base: Path) -> OidcIssuer | None:
+    issuer = reader.take("issuer", str, check=_non_empty)
+    audiences = reader.strings("audiences", required=True)
+    jwks_file = reader.take("jwks_file", str, "")
+    jwks_uri = reader.take("jwks_uri", str, "")
+    if bool(jwks_file) == bool(jwks_uri):
+        reader.errors.append(f"{reader.where}: give exactly one of jwks_file and jwks_uri")
+    algorithms = reader.strings("algorithms") or DEFAULT_ALGORITHMS
+    reader.finish()
+    if not issuer or not audiences or bool(jwks_file) == bool(jwks_uri):
+        return None
+    try:
+        return OidcIssuer(
+            issuer=issuer,
+            audiences=audiences,
+            jwks_file=(base / jwks_file).resolve() if jwks_file else None,
+            jwks_uri=jwks_uri or None,
+            algorithms=algorithms,
+        )
+    except ValueError as error:
+        reader.errors.append(f"{reader.where}: {error}")
+        return None
+
+
+def _no_repeats(table: str, values: list[str], key: str, errors: list[str]) -> None:
+    for value in sorted({v for v in values if values.count(v) > 1}):
+        errors.append(f"{table}: the {key} {value!r} is listed twice")
+
+
 def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -> Config:
     """Validate a parsed TOML document; relative paths are taken relative to `base`."""
     errors: list[str] = []
@@ -189,6 +299,23 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         }
     )
     section.finish()
+
+    section = top.section("claims")
+    claims = ClaimSettings(
+        clock_skew=section.take("clock_skew", int, ClaimSettings.clock_skew, _not_negative),
+        saml_max_bytes=section.take("saml_max_bytes", int, ClaimSettings.saml_max_bytes, _positive),
+        saml_allow_sha1=section.take("saml_allow_sha1", bool, ClaimSettings.saml_allow_sha1),
+        jwks_fetch_timeout=section.take(
+            "jwks_fetch_timeout", int, ClaimSettings.jwks_fetch_timeout, _positive
+        ),
+        jwks_max_bytes=section.take("jwks_max_bytes", int, ClaimSettings.jwks_max_bytes, _positive),
+        jwks_refresh=section.take("jwks_refresh", int, ClaimSettings.jwks_refresh, _positive),
+    )
+    section.finish()
+    saml_idps = [_saml_idp(reader, base) for reader in top.tables("saml_idps")]
+    oidc_issuers = [_oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
+    _no_repeats("saml_idps", [idp.entity_id for idp in saml_idps if idp], "entity_id", errors)
+    _no_repeats("oidc_issuers", [i.issuer for i in oidc_issuers if i], "issuer", errors)
     top.finish()
 
     if errors:
@@ -201,6 +328,9 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         server=server,
         limits=limits,
         lifetimes=lifetimes,
+        claims=claims,
+        saml_idps=tuple(idp for idp in saml_idps if idp is not None),
+        oidc_issuers=tuple(issuer for issuer in oidc_issuers if issuer is not None),
         source=source,
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +19,10 @@ from typing import Any
 from flask import Flask, current_app, g
 
 from . import secrets_at_rest
+from .claims import Claim
 
 BUSY_TIMEOUT_MS = 10_000
+TICKET_MEMORY = 24 * 3600  # seconds an expired ticket is remembered, to answer expired_ticket
 
 
 SCHEMA = Path(__file__).resolve().parent.parent / "schema.sql"
@@ -82,6 +84,39 @@ class ResourceSet:
     description: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Ticket:
+    digest: str
+    owner: str
+    client_id: str
+    resource_set_id: str
+    scopes: tuple[str, ...]
+    expires_at: int
+    requests: int
+    state: str
+
+
+@dataclass(frozen=True)
+class Rpt:
+    digest: str
+    aat_digest: str
+    client_id: str
+    requesting_party: str
+    issued_at: int
+    expires_at: int
+    revoked: bool
+
+    def is_live(self, now: float) -> bool:
+        return not self.revoked and self.expires_at > now
+
+
+@dataclass(frozen=True)
+class Permission:
+    resource_set_id: str
+    scopes: tuple[str, ...]
+    expires_at: int
+
+
 class Store:
     """Named operations over one SQLite connection."""
 
@@ -109,6 +144,10 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; nested uses join the outer one."""
+        if self.conn.in_transaction:
+            yield self.conn
+            return
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield self.conn
@@ -183,6 +222,11 @@ class Store:
             return None
         return User(row["sub"], row["username"], row["password_hash"], json.loads(row["claims"]))
 
+    def owner_name(self, owner: str) -> str:
+        """An owner as policies name it: the username, or `client:<client_id>` as stored."""
+        row = self.conn.execute("SELECT username FROM users WHERE sub = ?", (owner,)).fetchone()
+        return str(row["username"]) if row is not None else owner
+
     # -- PATs and AATs ---------------------------------------------------------------------------
 
     def create_access_token(
@@ -216,12 +260,14 @@ class Store:
         )
 
     def revoke_access_token(self, token: str) -> bool:
-        """False when no such live token exists."""
+        """False when no such live token exists. Revoking an AAT revokes its RPTs."""
+        token_digest = secrets_at_rest.digest(token)
         with self.transaction() as conn:
             cursor = conn.execute(
                 "UPDATE access_tokens SET revoked = 1 WHERE digest = ? AND revoked = 0",
-                (secrets_at_rest.digest(token),),
+                (token_digest,),
             )
+            conn.execute("UPDATE rpts SET revoked = 1 WHERE aat_digest = ?", (token_digest,))
         return cursor.rowcount == 1
 
     # -- resource sets ---------------------------------------------------------------------------
@@ -289,6 +335,247 @@ class Store:
             (owner, client_id),
         ).fetchall()
         return [row["id"] for row in rows]
+
+    def find_resource_set(self, rs_id: str) -> ResourceSet | None:
+        """Any owner's set, for decisions about a ticket that names it."""
+        row = self.conn.execute("SELECT * FROM resource_sets WHERE id = ?", (rs_id,)).fetchone()
+        return _resource_set(row)
+
+    # -- permission tickets ----------------------------------------------------------------------
+
+    def create_ticket(
+        self, owner: str, client_id: str, rs_id: str, scopes: list[str], lifetime: int
+    ) -> str:
+        ticket = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
+        now = int(time.time())
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO tickets (digest, owner, client_id, resource_set_id, scopes,"
+                " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    secrets_at_rest.digest(ticket),
+                    owner,
+                    client_id,
+                    rs_id,
+                    json.dumps(scopes),
+                    now,
+                    now + lifetime,
+                ),
+            )
+            # Expired tickets are kept a day to answer expired_ticket, then forgotten.
+            conn.execute("DELETE FROM tickets WHERE expires_at < ?", (now - TICKET_MEMORY,))
+            conn.execute("DELETE FROM seen_assertions WHERE expires_at < ?", (now,))
+        return ticket
+
+    def get_ticket(self, ticket: str) -> Ticket | None:
+        row = self.conn.execute(
+            "SELECT * FROM tickets WHERE digest = ?", (secrets_at_rest.digest(ticket),)
+        ).fetchone()
+        if row is None:
+            return None
+        return Ticket(
+            digest=row["digest"],
+            owner=row["owner"],
+            client_id=row["client_id"],
+            resource_set_id=row["resource_set_id"],
+            scopes=tuple(json.loads(row["scopes"])),
+            expires_at=row["expires_at"],
+            requests=row["requests"],
+            state=row["state"],
+        )
+
+    def count_ticket_request(self, ticket_digest: str) -> int:
+        """Counts one authorization request made with an open ticket; returns the new count."""
+        with self.transaction() as conn:
+            row = conn.execute(
+                "UPDATE tickets SET requests = requests + 1 WHERE digest = ? AND state = 'open'"
+                " RETURNING requests",
+                (ticket_digest,),
+            ).fetchone()
+        return int(row["requests"]) if row is not None else 0
+
+    def close_ticket(self, ticket_digest: str, state: str) -> bool:
+        """Consumes ('granted') or ends ('finished') an open ticket; only one caller can."""
+        with self.transaction() as conn:
+            cursor = conn.execute(
+                "UPDATE tickets SET state = ? WHERE digest = ? AND state = 'open'",
+                (state, ticket_digest),
+            )
+        return cursor.rowcount == 1
+
+    # -- gathered claims -------------------------------------------------------------------------
+
+    def record_claims(
+        self, ticket_digest: str, requesting_party: str, claims: Iterable[Claim]
+    ) -> None:
+        with self.transaction() as conn:
+            conn.executemany(
+                "INSERT INTO gathered_claims (ticket_digest, requesting_party, type, name, issuer,"
+                " value, client_id, gathered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (ticket_digest, requesting_party, type, name, issuer) DO UPDATE"
+                " SET value = excluded.value, client_id = excluded.client_id,"
+                " gathered_at = excluded.gathered_at",
+                [
+                    (
+                        ticket_digest,
+                        requesting_party,
+                        claim.type,
+                        claim.name,
+                        claim.issuer,
+                        json.dumps(claim.value),
+                        claim.client_id,
+                        claim.gathered_at,
+                    )
+                    for claim in claims
+                ],
+            )
+
+    def gathered_claims(self, ticket_digest: str, requesting_party: str) -> list[Claim]:
+        rows = self.conn.execute(
+            "SELECT * FROM gathered_claims WHERE ticket_digest = ? AND requesting_party = ?"
+            " ORDER BY type, name, issuer",
+            (ticket_digest, requesting_party),
+        ).fetchall()
+        return [
+            Claim(
+                type=row["type"],
+                name=row["name"],
+                value=json.loads(row["value"]),
+                issuer=row["issuer"],
+                client_id=row["client_id"],
+                gathered_at=row["gathered_at"],
+            )
+            for row in rows
+        ]
+
+    def remember_assertion(
+        self,
+        issuer: str,
+        assertion_id: str,
+        ticket_digest: str,
+        requesting_party: str,
+        expires_at: int,
+    ) -> bool:
+        """False when the assertion is a replay: already presented with this ticket, or by
+        another requesting party."""
+        with self.transaction() as conn:
+            seen = conn.execute(
+                "SELECT 1 FROM seen_assertions WHERE issuer = ? AND assertion_id = ?"
+                " AND (ticket_digest = ? OR requesting_party != ?) AND expires_at >= ?",
+                (issuer, assertion_id, ticket_digest, requesting_party, int(time.time())),
+            ).fetchone()
+            if seen is not None:
+                return False
+            conn.execute(
+                "INSERT OR REPLACE INTO seen_assertions (issuer, assertion_id, ticket_digest,"
+                " requesting_party, expires_at) VALUES (?, ?, ?, ?, ?)",
+                (issuer, assertion_id, ticket_digest, requesting_party, expires_at),
+            )
+        return True
+
+    # -- RPTs and their permissions --------------------------------------------------------------
+
+    def create_rpt(self, aat: AccessToken, lifetime: int) -> tuple[str, Rpt]:
+        """A fresh RPT for the AAT; the AAT's previous RPTs are revoked."""
+        rpt = secrets_at_rest.new_token(secrets_at_rest.RPT_PREFIX)
+        now = int(time.time())
+        record = Rpt(
+            digest=secrets_at_rest.digest(rpt),
+            aat_digest=aat.digest,
+            client_id=aat.client_id,
+            requesting_party=aat.owner,
+            issued_at=now,
+            expires_at=now + lifetime,
+            revoked=False,
+        )
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE rpts SET revoked = 1 WHERE aat_digest = ? AND revoked = 0", (aat.digest,)
+            )
+            conn.execute(
+                "INSERT INTO rpts (digest, aat_digest, client_id, requesting_party, issued_at,"
+                " expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    record.digest,
+                    record.aat_digest,
+                    record.client_id,
+                    record.requesting_party,
+                    record.issued_at,
+                    record.expires_at,
+                ),
+            )
+        return rpt, record
+
+    def get_rpt(self, rpt: str) -> Rpt | None:
+        return self._rpt_where("digest = ?", (secrets_at_rest.digest(rpt),))
+
+    def live_rpt_of(self, aat_digest: str) -> Rpt | None:
+        return self._rpt_where(
+            "aat_digest = ? AND revoked = 0 AND expires_at > ? ORDER BY issued_at DESC",
+            (aat_digest, int(time.time())),
+        )
+
+    def _rpt_where(self, condition: str, parameters: tuple[Any, ...]) -> Rpt | None:
+        row = self.conn.execute(
+            f"SELECT * FROM rpts WHERE {condition} LIMIT 1",  # noqa: S608 - fixed fragments
+            parameters,
+        ).fetchone()
+        if row is None:
+            return None
+        return Rpt(
+            digest=row["digest"],
+            aat_digest=row["aat_digest"],
+            client_id=row["client_id"],
+            requesting_party=row["requesting_party"],
+            issued_at=row["issued_at"],
+            expires_at=row["expires_at"],
+            revoked=bool(row["revoked"]),
+        )
+
+    def copy_permissions(self, from_digest: str, to: Rpt) -> None:
+        """Carries the live permissions of one RPT into another (never past its expiry)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO permissions (rpt_digest, resource_set_id, scopes, issued_at,"
+                " expires_at) SELECT ?, resource_set_id, scopes, issued_at, MIN(expires_at, ?)"
+                " FROM permissions WHERE rpt_digest = ? AND expires_at > ?",
+                (to.digest, to.expires_at, from_digest, int(time.time())),
+            )
+
+    def add_permission(self, rpt: Rpt, rs_id: str, scopes: Iterable[str], lifetime: int) -> None:
+        """One permission per resource set: a repeat grant merges scopes and renews expiry."""
+        now = int(time.time())
+        expires_at = min(now + lifetime, rpt.expires_at)
+        with self.transaction() as conn:
+            row = conn.execute(
+                "SELECT scopes, expires_at FROM permissions"
+                " WHERE rpt_digest = ? AND resource_set_id = ?",
+                (rpt.digest, rs_id),
+            ).fetchone()
+            merged = list(scopes)
+            if row is not None and row["expires_at"] > now:
+                merged = list(dict.fromkeys([*json.loads(row["scopes"]), *merged]))
+            conn.execute(
+                "INSERT INTO permissions (rpt_digest, resource_set_id, scopes, issued_at,"
+                " expires_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (rpt_digest, resource_set_id)"
+                " DO UPDATE SET scopes = excluded.scopes, issued_at = excluded.issued_at,"
+                " expires_at = excluded.expires_at",
+                (rpt.digest, rs_id, json.dumps(merged), now, expires_at),
+            )
+
+    def permissions_for(self, rpt: Rpt, owner: str, client_id: str) -> list[Permission]:
+        """The RPT's live permissions on sets of this owner registered by this resource server."""
+        rows = self.conn.execute(
+            "SELECT p.resource_set_id, p.scopes, p.expires_at FROM permissions AS p"
+            " JOIN resource_sets AS r ON r.id = p.resource_set_id"
+            " WHERE p.rpt_digest = ? AND r.owner = ? AND r.client_id = ? AND p.expires_at > ?"
+            " ORDER BY p.issued_at, p.resource_set_id",
+            (rpt.digest, owner, client_id, int(time.time())),
+        ).fetchall()
+        return [
+            Permission(row["resource_set_id"], tuple(json.loads(row["scopes"])), row["expires_at"])
+            for row in rows
+        ]
 
 
 def _resource_set(row: sqlite3.Row | None) -> ResourceSet | None:

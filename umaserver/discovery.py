@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify
 
+from .claims import OIDC_TYPE, SAML_TYPE
 from .oauth import GRANT_TYPES
 
 bp = Blueprint("discovery", __name__)
 
-CLAIM_PROFILES: list[str] = []
+# The claim profiles that work: custom pushed claims have no profile name of their own.
+CLAIM_PROFILES = [OIDC_TYPE, SAML_TYPE]
 
 
 @bp.get("/.well-known/uma-configuration")

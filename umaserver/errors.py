@@ -73,3 +73,41 @@ class MissingToken(APIError):
     status = 401
     error = "invalid_token"
     description = "This endpoint needs a bearer access token."
+
+
+# -- permission registration -------------------------------------------------------------------
+
+
+class InvalidResourceSetId(APIError):
+    error = "invalid_resource_set_id"
+    description = "No resource set with this id is registered for this owner and resource server."
+
+
+class InvalidScope(APIError):
+    error = "invalid_scope"
+    description = "A scope is not registered on the resource set."
+
+
+# -- authorization request -----------------------------------------------------------------------
+
+
+class InvalidTicket(APIError):
+    error = "invalid_ticket"
+    description = "The ticket is unknown, already used or finished."
+
+
+class ExpiredTicket(APIError):
+    error = "expired_ticket"
+    description = "The ticket has expired; ask the resource server for a new one."
+
+
+class NotAuthorized(APIError):
+    status = 403
+    error = "not_authorized_permission"
+    description = "The resource owner's policies do not allow this access."
+
+
+class NeedClaims(APIError):
+    status = 403
+    error = "need_claims"
+    description = "More claims about the requesting party are needed."

@@ -70,3 +70,43 @@ def load(schema: Schema, data: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as error:
         raise InvalidRequest(_first_message(error.messages)) from None
     return result
+
+
+class PermissionRequest(Schema):
+    """`POST /permission`: `{resource_set_id, scopes}`, scopes non-empty."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    resource_set_id = fields.String(required=True, validate=_non_empty)
+    scopes = fields.List(
+        fields.String(validate=_non_empty),
+        required=True,
+        validate=validate.Length(min=1, max=MAX_SCOPES),
+    )
+
+
+class ClaimObject(Schema):
+    """A claim object: `type` MUST be a string; `value` MUST be a JSON object."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    type = fields.String(required=True, validate=_non_empty)
+    value = fields.Dict(required=True)
+
+
+MAX_CLAIM_OBJECTS = 32
+
+
+class AuthorizationRequest(Schema):
+    """`POST /rpt_authorization`: `rpt` and `ticket` required, `claims` an array of claim objects."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    rpt = fields.String(required=True, validate=_non_empty)
+    ticket = fields.String(required=True, validate=_non_empty)
+    claims = fields.List(
+        fields.Nested(ClaimObject), validate=validate.Length(max=MAX_CLAIM_OBJECTS)
+    )

@@ -1,0 +1,425 @@
+"""Tickets, RPTs, the authorization request with pushed claims, and introspection, over HTTP."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from flask.testing import FlaskClient
+
+from umaserver.db import Store
+
+from .conftest import Party, make_party
+
+EMPLOYEE = "urn:example:employee"
+OIDC = "claim-client-claims-oidc-1.0"
+PHOTO_TYPE = "https://example.com/rsets/photo"
+
+RULES = f"""
+[[rules]]
+id = "doctors-view"
+owner = "alice"
+scopes = ["view"]
+[rules.resource_sets]
+types = ["{PHOTO_TYPE}"]
+[[rules.conditions]]
+claim = "role"
+contains = "doctor"
+types = ["{EMPLOYEE}"]
+hint = "Your role at the hospital"
+
+[[rules]]
+id = "colleagues-print"
+owner = "alice"
+scopes = ["print"]
+[[rules.conditions]]
+claim = "email"
+suffix = "@example.com"
+types = ["{OIDC}"]
+"""
+
+
+@pytest.fixture
+def rules_text() -> str:
+    return RULES
+
+
+@dataclass
+class World:
+    http: FlaskClient
+    store: Store
+    rs: Party  # alice's photo server, with her PAT
+    app: Party  # bob's client, with his AAT
+    photos: str  # a resource set of alice's
+
+    def ticket(self, scopes: list[str] | None = None, rs_id: str | None = None) -> str:
+        response = self.http.post(
+            "/permission",
+            json={"resource_set_id": rs_id or self.photos, "scopes": scopes or ["view"]},
+            headers=self.rs.auth,
+        )
+        assert response.status_code == 201, response.json
+        ticket: str = response.json["ticket"]
+        return ticket
+
+    def new_rpt(self, party: Party | None = None) -> str:
+        response = self.http.post("/rpt", headers=(party or self.app).auth)
+        assert response.status_code == 201
+        rpt: str = response.json["rpt"]
+        return rpt
+
+    def ask(
+        self,
+        ticket: str,
+        claims: list[dict[str, Any]] | None = None,
+        rpt: str | None = None,
+        party: Party | None = None,
+    ) -> Any:
+        body: dict[str, Any] = {"rpt": rpt if rpt is not None else "none-yet", "ticket": ticket}
+        if claims is not None:
+            body["claims"] = claims
+        return self.http.post("/rpt_authorization", json=body, headers=(party or self.app).auth)
+
+    def introspect(self, token: str, party: Party | None = None) -> dict[str, Any]:
+        response = self.http.post(
+            "/introspect", data={"token": token}, headers=(party or self.rs).auth
+        )
+        assert response.status_code == 200, response.json
+        answer: dict[str, Any] = response.json
+        return answer
+
+
+@pytest.fixture
+def world(http: FlaskClient, store: Store, rs: Party) -> World:
+    app = make_party(store, "bob", "uma_authorization", push_types=(EMPLOYEE, OIDC))
+    created = http.post(
+        "/rs/resource_set",
+        json={"name": "Photos", "scopes": ["view", "print"], "type": PHOTO_TYPE},
+        headers=rs.auth,
+    )
+    return World(http, store, rs, app, created.json["_id"])
+
+
+def doctor(role: str = "doctor") -> dict[str, Any]:
+    return {"type": EMPLOYEE, "value": {"role": [role], "staff_id": "s-17"}}
+
+
+def email(address: str = "bob@example.com") -> dict[str, Any]:
+    return {"type": OIDC, "value": {"email": address, "name": "Bob"}}
+
+
+def assert_error(response: Any, status: int, error: str) -> dict[str, Any]:
+    assert response.status_code == status, response.get_data(as_text=True)
+    assert response.headers["Cache-Control"] == "no-store"
+    body: dict[str, Any] = response.json
+    assert body["error"] == error, body
+    assert body["error_description"]
+    return body
+
+
+# -- permission registration -----------------------------------------------------------------
+
+
+def test_permission_registration_gives_a_ticket(world: World) -> None:
+    response = world.http.post(
+        "/permission",
+        json={"resource_set_id": world.photos, "scopes": ["view"]},
+        headers=world.rs.auth,
+    )
+    assert response.status_code == 201
+    assert set(response.json) == {"ticket"}
+    assert response.json["ticket"].startswith("uma_pt_")
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "error"),
+    [
+        ({"resource_set_id": "unknown", "scopes": ["view"]}, 400, "invalid_resource_set_id"),
+        ({"resource_set_id": "{photos}", "scopes": ["delete"]}, 400, "invalid_scope"),
+        ({"resource_set_id": "{photos}", "scopes": ["view", "edit"]}, 400, "invalid_scope"),
+        ({"resource_set_id": "{photos}", "scopes": []}, 400, "invalid_request"),
+        ({"resource_set_id": "{photos}"}, 400, "invalid_request"),
+        ({"scopes": ["view"]}, 400, "invalid_request"),
+        ({"resource_set_id": 5, "scopes": ["view"]}, 400, "invalid_request"),
+        ({"resource_set_id": "{photos}", "scopes": "view"}, 400, "invalid_request"),
+        ([], 400, "invalid_request"),
+    ],
+)
+def test_permission_registration_errors(world: World, body: Any, status: int, error: str) -> None:
+    if isinstance(body, dict):
+        body = {
+            k: (v.format(photos=world.photos) if isinstance(v, str) else v) for k, v in body.items()
+        }
+    response = world.http.post("/permission", json=body, headers=world.rs.auth)
+    assert_error(response, status, error)
+
+
+def test_permission_for_another_owners_or_rs_set_is_invalid_resource_set_id(world: World) -> None:
+    for other in (
+        make_party(world.store, "carol", "uma_protection", client_id=world.rs.client_id),
+        make_party(world.store, "alice", "uma_protection"),
+    ):
+        response = world.http.post(
+            "/permission",
+            json={"resource_set_id": world.photos, "scopes": ["view"]},
+            headers=other.auth,
+        )
+        assert_error(response, 400, "invalid_resource_set_id")
+
+
+@pytest.mark.parametrize(
+    ("path", "scope"),
+    [
+        ("/permission", "uma_authorization"),
+        ("/rpt", "uma_protection"),
+        ("/rpt_authorization", "uma_protection"),
+        ("/introspect", "uma_authorization"),
+    ],
+)
+def test_each_endpoint_needs_its_token(world: World, path: str, scope: str) -> None:
+    assert_error(world.http.post(path, json={}), 401, "invalid_token")
+    wrong = make_party(world.store, "dave", scope)
+    assert_error(world.http.post(path, json={}, headers=wrong.auth), 403, "insufficient_scope")
+
+
+# -- the RPT endpoint ------------------------------------------------------------------------
+
+
+def test_a_new_rpt_revokes_the_previous_one(world: World) -> None:
+    first = world.new_rpt()
+    assert first.startswith("uma_rpt_")
+    assert world.introspect(first)["active"] is True
+    second = world.new_rpt()
+    assert world.introspect(first) == {"active": False}
+    assert world.introspect(second)["active"] is True
+    assert world.introspect(second)["permissions"] == []
+
+
+def test_revoking_the_aat_revokes_its_rpts(world: World) -> None:
+    rpt = world.new_rpt()
+    assert world.store.revoke_access_token(world.app.token)
+    assert world.introspect(rpt) == {"active": False}
+
+
+# -- the authorization request ---------------------------------------------------------------
+
+
+def test_no_claims_gives_need_claims_without_revealing_values(world: World) -> None:
+    body = assert_error(world.ask(world.ticket()), 403, "need_claims")
+    assert body["need_claims"] == [
+        {"type": EMPLOYEE, "name": "role", "value": "Your role at the hospital"}
+    ]
+    assert "doctor" not in json.dumps(body)
+
+
+def test_the_right_claims_grant_and_the_rs_sees_the_permission(world: World) -> None:
+    rpt = world.new_rpt()
+    response = world.ask(world.ticket(), [doctor()], rpt=rpt)
+    assert response.status_code == 201
+    assert response.headers["Content-Type"] == "application/json;charset=UTF-8"
+    assert response.json == {"rpt": rpt}
+    answer = world.introspect(rpt)
+    assert answer["active"] is True and answer["client_id"] == world.app.client_id
+    assert isinstance(answer["exp"], int) and isinstance(answer["iat"], int)
+    assert "scope" not in answer
+    (permission,) = answer["permissions"]
+    assert permission["resource_set_id"] == world.photos
+    assert permission["scopes"] == ["view"]
+    assert permission["exp"] <= answer["exp"]
+
+
+def test_claims_accumulate_across_requests_with_one_ticket(world: World) -> None:
+    ticket = world.ticket(["view", "print"])
+    body = assert_error(world.ask(ticket, [doctor()]), 403, "need_claims")
+    assert body["need_claims"] == [{"type": OIDC, "name": "email", "value": "a value for 'email'"}]
+    response = world.ask(ticket, [email()])
+    assert response.status_code == 201
+    permission = world.introspect(response.json["rpt"])["permissions"][0]
+    assert sorted(permission["scopes"]) == ["print", "view"]
+
+
+def test_custom_and_oidc_claims_in_one_request(world: World) -> None:
+    response = world.ask(world.ticket(["view", "print"]), [doctor(), email()])
+    assert response.status_code == 201
+
+
+def test_a_wrong_value_refuses_and_finishes_the_ticket(world: World) -> None:
+    ticket = world.ticket()
+    assert_error(world.ask(ticket, [doctor("janitor")]), 403, "not_authorized_permission")
+    assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
+
+
+def test_a_granted_ticket_cannot_be_used_twice(world: World) -> None:
+    ticket = world.ticket()
+    assert world.ask(ticket, [doctor()]).status_code == 201
+    assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
+
+
+def test_a_repush_replaces_the_value(world: World) -> None:
+    ticket = world.ticket(["print"])
+    assert_error(world.ask(ticket, [email("bob@elsewhere.org")]), 403, "not_authorized_permission")
+    ticket = world.ticket(["view", "print"])
+    assert_error(world.ask(ticket, [email("bob@example.com")]), 403, "need_claims")
+    assert world.ask(ticket, [doctor()]).status_code == 201
+
+
+def test_the_redirect_claim_object_is_ignored(world: World) -> None:
+    claims = [{"type": "claim-client-redirect-1.0", "value": {"scope": "x"}}, doctor()]
+    assert world.ask(world.ticket(), claims).status_code == 201
+
+
+def test_a_ticket_has_at_most_ten_requests(world: World) -> None:
+    ticket = world.ticket()
+    for _ in range(9):
+        assert_error(world.ask(ticket), 403, "need_claims")
+    assert_error(world.ask(ticket), 403, "not_authorized_permission")
+    assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"ticket": "t"}, "rpt:"),
+        ({"rpt": "r"}, "ticket:"),
+        ({"rpt": 1, "ticket": "t"}, "rpt:"),
+        ({"rpt": "r", "ticket": "t", "claims": {"type": "x"}}, "claims:"),
+        ({"rpt": "r", "ticket": "t", "claims": ["x"]}, "claims[0]"),
+        ({"rpt": "r", "ticket": "t", "claims": [{"type": EMPLOYEE}]}, "claims[0].value:"),
+        (
+            {"rpt": "r", "ticket": "t", "claims": [{"type": EMPLOYEE, "value": "doctor"}]},
+            "claims[0].value:",
+        ),
+        ({"rpt": "r", "ticket": "t", "claims": [{"type": 7, "value": {}}]}, "claims[0].type:"),
+        ({"rpt": "r", "ticket": "t", "claims": [{"value": {}}]}, "claims[0].type:"),
+    ],
+)
+def test_malformed_authorization_requests(
+    world: World, body: dict[str, Any], fragment: str
+) -> None:
+    response = world.http.post("/rpt_authorization", json=body, headers=world.app.auth)
+    assert fragment in assert_error(response, 400, "invalid_request")["error_description"]
+
+
+def test_a_type_the_client_may_not_push_is_named(world: World) -> None:
+    ticket = world.ticket()
+    claims = [doctor(), {"type": "urn:example:other", "value": {"role": ["doctor"]}}]
+    error = assert_error(world.ask(ticket, claims), 400, "invalid_request")
+    assert "urn:example:other" in error["error_description"]
+    # Nothing was recorded against the ticket, which is still usable.
+    assert world.ask(ticket, []).status_code == 403
+    assert world.ask(ticket, [doctor()]).status_code == 201
+
+
+@pytest.mark.parametrize("state", ["unknown", "expired", "set deleted"])
+def test_ticket_errors(world: World, state: str) -> None:
+    ticket = "uma_pt_never-issued"
+    if state != "unknown":
+        ticket = world.ticket()
+    if state == "expired":
+        world.store.conn.execute("UPDATE tickets SET expires_at = ?", (int(time.time()) - 1,))
+        assert_error(world.ask(ticket, [doctor()]), 400, "expired_ticket")
+        return
+    if state == "set deleted":
+        world.http.delete(f"/rs/resource_set/{world.photos}", headers=world.rs.auth)
+    assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
+
+
+def test_ticket_is_checked_before_claims(world: World) -> None:
+    bad_claims = [{"type": "urn:example:other", "value": {}}]
+    assert_error(world.ask("uma_pt_unknown", bad_claims), 400, "invalid_ticket")
+
+
+def test_a_set_no_rule_covers_is_not_accessible(world: World) -> None:
+    other = world.http.post(
+        "/rs/resource_set", json={"name": "Diary", "scopes": ["view"]}, headers=world.rs.auth
+    ).json["_id"]
+    assert_error(world.ask(world.ticket(rs_id=other), [doctor()]), 403, "not_authorized_permission")
+
+
+def test_claims_are_bound_to_the_requesting_party(world: World) -> None:
+    ticket = world.ticket(["view", "print"])
+    assert_error(world.ask(ticket, [doctor()]), 403, "need_claims")
+    # Another requesting party of the same client, with the same ticket, starts from nothing.
+    carol = make_party(world.store, "carol", "uma_authorization", client_id=world.app.client_id)
+    body = assert_error(world.ask(ticket, [email()], party=carol), 403, "need_claims")
+    assert [entry["name"] for entry in body["need_claims"]] == ["role"]
+
+
+# -- RPTs and permissions --------------------------------------------------------------------
+
+
+def test_permission_goes_to_the_rpt_sent_and_repeat_grants_merge(world: World) -> None:
+    rpt = world.new_rpt()
+    assert world.ask(world.ticket(["view"]), [doctor()], rpt=rpt).json == {"rpt": rpt}
+    assert world.ask(world.ticket(["print"]), [email()], rpt=rpt).json == {"rpt": rpt}
+    (permission,) = world.introspect(rpt)["permissions"]
+    assert sorted(permission["scopes"]) == ["print", "view"]
+
+
+def test_an_rpt_not_of_this_aat_is_replaced_carrying_the_live_permissions(world: World) -> None:
+    mine = world.new_rpt()
+    assert world.ask(world.ticket(["view"]), [doctor()], rpt=mine).status_code == 201
+    carol = make_party(world.store, "carol", "uma_authorization", push_types=(EMPLOYEE,))
+    theirs = world.new_rpt(carol)
+    answer = world.ask(world.ticket(["print"]), [email()], rpt=theirs)
+    assert answer.status_code == 201
+    fresh = answer.json["rpt"]
+    assert fresh not in (mine, theirs)
+    (permission,) = world.introspect(fresh)["permissions"]
+    assert sorted(permission["scopes"]) == ["print", "view"]
+    assert world.introspect(mine) == {"active": False}
+    assert world.introspect(theirs)["active"] is True  # carol's RPT is untouched
+
+
+def test_deleting_a_set_ends_its_permissions(world: World) -> None:
+    rpt = world.new_rpt()
+    world.ask(world.ticket(), [doctor()], rpt=rpt)
+    world.http.delete(f"/rs/resource_set/{world.photos}", headers=world.rs.auth)
+    assert world.introspect(rpt)["permissions"] == []
+
+
+# -- introspection ---------------------------------------------------------------------------
+
+
+def test_introspection_shows_only_the_pats_owners_permissions(world: World) -> None:
+    rpt = world.new_rpt()
+    world.ask(world.ticket(), [doctor()], rpt=rpt)
+    other_rs = make_party(world.store, "alice", "uma_protection")
+    answer = world.introspect(rpt, party=other_rs)
+    assert answer["active"] is True and answer["permissions"] == []
+
+
+def test_introspection_of_pats_and_aats_only_for_their_own_client(world: World) -> None:
+    own = world.introspect(world.rs.token)
+    assert own["active"] is True and own["scope"] == "uma_protection"
+    assert own["client_id"] == world.rs.client_id
+    assert world.introspect(world.app.token) == {"active": False}
+    assert world.introspect("uma_at_nonsense") == {"active": False}
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [({}, "token"), ({"token": ""}, "token"), ({"token": ["a", "b"]}, "token")],
+)
+def test_introspection_errors(world: World, data: dict[str, Any], fragment: str) -> None:
+    response = world.http.post("/introspect", data=data, headers=world.rs.auth)
+    assert fragment in assert_error(response, 400, "invalid_request")["error_description"]
+    response = world.http.get("/introspect", headers=world.rs.auth)
+    assert response.status_code == 405 and response.json["error"] == "unsupported_method_type"
+
+
+def test_decisions_are_logged_without_claim_values_or_tokens(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    ticket = world.ticket()
+    with caplog.at_level(logging.INFO, logger="umaserver"):
+        world.ask(ticket, [doctor()])
+    (record,) = [r for r in caplog.records if r.name == "umaserver.decisions"]
+    text = record.getMessage()
+    assert "decision=grant" in text and "doctors-view" in text and world.photos in text
+    for secret in ('doctor"', "s-17", ticket, world.app.token):
+        assert secret not in text

@@ -1,0 +1,139 @@
+"""The authorization request: a client with an AAT presents an RPT and a permission ticket, and
+perhaps claims about its requesting party; the owner's policies decide.
+
+Plain Python over the data layer (no Flask): checked in the order token (by the caller), body (by
+the caller), ticket, claims, decision. Reading the ticket, recording the claims, deciding and
+consuming the ticket are one transaction, so of simultaneous requests with one ticket exactly one
+can be granted.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .claims import ClaimsError, Verifiers, read_claim_objects, suppliable
+from .config import Lifetimes
+from .db import AccessToken, Client, Store, Ticket
+from .errors import ExpiredTicket, InvalidRequest, InvalidTicket
+from .policy import Decision, ResourceSetRef, RuleSet, decide
+
+log = logging.getLogger("umaserver.decisions")
+
+# "need_claims leaves it usable (at most 10 requests)".
+MAX_TICKET_REQUESTS = 10
+
+
+@dataclass(frozen=True)
+class AuthorizationResult:
+    decision: Decision
+    rpt: str | None = None
+    out_of_requests: bool = False
+
+
+def _open_ticket(store: Store, unverified_ticket: str, now: float) -> Ticket:
+    ticket = store.get_ticket(unverified_ticket)
+    if ticket is None or ticket.state != "open":
+        raise InvalidTicket()
+    if ticket.expires_at <= now:
+        raise ExpiredTicket()
+    return ticket
+
+
+def request_authorization(
+    store: Store,
+    rules: RuleSet,
+    verifiers: Verifiers,
+    *,
+    aat: AccessToken,
+    client: Client,
+    unverified_rpt: str,
+    unverified_ticket: str,
+    claim_objects: list[dict[str, Any]],
+    lifetimes: Lifetimes,
+) -> AuthorizationResult:
+    now = int(time.time())
+    _open_ticket(store, unverified_ticket, now)
+    # Verification (signatures, key look-ups) happens outside the write lock; nothing is recorded
+    # unless every claim object passes.
+    try:
+        pushed = read_claim_objects(
+            claim_objects, client.client_id, client.push_claim_types, verifiers, now
+        )
+    except ClaimsError as error:
+        raise InvalidRequest(error.description) from None
+    requesting_party = aat.owner
+
+    with store.transaction():
+        ticket = _open_ticket(store, unverified_ticket, now)  # again, under the lock
+        resource_set = store.find_resource_set(ticket.resource_set_id)
+        if resource_set is None:
+            raise InvalidTicket()
+        for assertion in pushed.assertions:
+            if not store.remember_assertion(
+                assertion.issuer,
+                assertion.assertion_id,
+                ticket.digest,
+                requesting_party,
+                assertion.expires_at,
+            ):
+                raise InvalidRequest(
+                    f"SAML assertion refused: the assertion {assertion.assertion_id!r} of"
+                    f" {assertion.issuer} was presented before (replay)."
+                )
+        store.record_claims(ticket.digest, requesting_party, pushed.claims)
+        requests = store.count_ticket_request(ticket.digest)
+        description = resource_set.description
+        decision = decide(
+            rules,
+            owner=store.owner_name(ticket.owner),
+            resource_set=ResourceSetRef(
+                id=resource_set.id, name=description["name"], type=description.get("type")
+            ),
+            scopes=ticket.scopes,
+            claims=store.gathered_claims(ticket.digest, requesting_party),
+            can_supply=suppliable(client.client_id, client.push_claim_types, verifiers),
+        )
+        result = AuthorizationResult(decision)
+        if decision.outcome == "grant":
+            store.close_ticket(ticket.digest, "granted")
+            rpt = _add_permission(store, aat, unverified_rpt, ticket, lifetimes)
+            result = AuthorizationResult(decision, rpt=rpt)
+        elif decision.outcome == "deny":
+            store.close_ticket(ticket.digest, "finished")
+        elif requests >= MAX_TICKET_REQUESTS:
+            store.close_ticket(ticket.digest, "finished")
+            result = AuthorizationResult(decision, out_of_requests=True)
+
+    log.info(
+        "decision=%s owner=%s resource_set=%s scopes=%s client=%s rules=%s requests=%d",
+        "deny" if result.out_of_requests else decision.outcome,
+        store.owner_name(ticket.owner),
+        ticket.resource_set_id,
+        ",".join(ticket.scopes),
+        client.client_id,
+        ",".join(decision.rule_ids) or "-",
+        requests,
+    )
+    return result
+
+
+def _add_permission(
+    store: Store, aat: AccessToken, unverified_rpt: str, ticket: Ticket, lifetimes: Lifetimes
+) -> str:
+    """Adds the permission to the RPT sent when it is live and this AAT's; else to the AAT's live
+    RPT. Only digests are stored, so that one comes back as a fresh RPT carrying its permissions
+    (and the old one is revoked)."""
+    now = time.time()
+    sent = store.get_rpt(unverified_rpt)
+    if sent is not None and sent.is_live(now) and sent.aat_digest == aat.digest:
+        store.add_permission(sent, ticket.resource_set_id, ticket.scopes, lifetimes.permission)
+        return unverified_rpt
+    previous = store.live_rpt_of(aat.digest)
+    rpt, record = store.create_rpt(aat, lifetimes.rpt)
+    if previous is not None:
+        store.copy_permissions(previous.digest, record)
+    store.add_permission(record, ticket.resource_set_id, ticket.scopes, lifetimes.permission)
+    return rpt

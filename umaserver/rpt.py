@@ -1,0 +1,23 @@
+"""The RPT endpoint: a client with an AAT gets a fresh requesting party token, with no permissions.
+
+The AAT's previous RPT is revoked.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from .bearer import AUTHORIZATION_SCOPE, authenticate
+from .db import get_store
+
+bp = Blueprint("rpt", __name__)
+
+
+@bp.post("/rpt")
+def issue_rpt() -> Response:
+    aat = authenticate(AUTHORIZATION_SCOPE)
+    rpt, _ = get_store().create_rpt(aat, current_app.config["UMA"].lifetimes.rpt)
+    response = jsonify({"rpt": rpt})
+    response.status_code = 201
+    response.headers["Cache-Control"] = "no-store"
+    return response
