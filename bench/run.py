@@ -3,8 +3,9 @@
 Starts `python -m umaserver serve` on a free loopback port with a throwaway config, provisions a
 resource server, a client and a rule, then measures with concurrent HTTP clients:
 
-- authorization requests that are granted (each with its own pre-registered ticket),
 - permission registrations (ticket issuing),
+- authorization requests that are granted (each with its own ticket, into the client's one RPT),
+- authorization requests without claims, answered need_claims,
 - resource set reads.
 
 Prints one JSON document: requests per second and latency percentiles for each. The load is bounded
@@ -123,6 +124,8 @@ def main() -> None:
                 "--config",
                 str(config),
                 "serve",
+                "--port",
+                str(port),
                 "--threads",
                 str(options.threads),
             ],
@@ -133,11 +136,15 @@ def main() -> None:
         )
         try:
             for _ in range(300):
+                if server.poll() is not None:
+                    sys.exit(f"the server exited with status {server.returncode}")
                 try:
                     requests.get(url + "/.well-known/uma-configuration", timeout=1)
                     break
                 except requests.ConnectionError:
                     time.sleep(0.05)
+            else:
+                sys.exit("the server did not answer within 15 seconds")
             results = run_all(url, config, options.requests, options.concurrency)
         finally:
             server.terminate()
@@ -208,13 +215,27 @@ def run_all(url: str, config: Path, count: int, concurrency: int) -> list[dict[s
         return response.status_code
 
     doctor = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
+    # The client holds one RPT and sends it each time, as a client does: grants go into it.
+    rpt = session(aat).post(url + "/rpt", timeout=30).json()["rpt"]
 
     def authorize(index: int) -> int:
         return (
             session(aat)
             .post(
                 url + "/rpt_authorization",
-                json={"rpt": "-", "ticket": tickets[index], "claims": doctor},
+                json={"rpt": rpt, "ticket": tickets[index], "claims": doctor},
+                timeout=30,
+            )
+            .status_code
+        )
+
+    def ask_without_claims(index: int) -> int:
+        # need_claims: the ticket stays open, so each request uses its own.
+        return (
+            session(aat)
+            .post(
+                url + "/rpt_authorization",
+                json={"rpt": rpt, "ticket": tickets[count + index]},
                 timeout=30,
             )
             .status_code
@@ -224,8 +245,9 @@ def run_all(url: str, config: Path, count: int, concurrency: int) -> list[dict[s
         return session(pat).get(f"{url}/rs/resource_set/{rs_id}", timeout=30).status_code
 
     return [
-        measure("permission registration", count, concurrency, register),
+        measure("permission registration", 2 * count, concurrency, register),
         measure("authorization request (granted)", count, concurrency, authorize),
+        measure("authorization request (need_claims)", count, concurrency, ask_without_claims),
         measure("resource set read", count, concurrency, read),
     ]
 
