@@ -9,5 +9,7 @@
 from __future__ import annotations
 
 from umaserver import create_app
+from umaserver.serving import configure_logging
 
+configure_logging()
 app = create_app()

@@ -156,6 +156,10 @@ class LiveServer:
     url: str
     config_path: Path
     process: subprocess.Popen[str]
+    log_path: Path  # what the server wrote on stdout and stderr
+
+    def output(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def command(self, *args: str, input: str | None = None) -> Any:
         """Runs `python -m umaserver --config ... ARGS` as a separate process; returns its JSON."""
@@ -180,6 +184,9 @@ def start_server(
     url = f"http://127.0.0.1:{port}"
     config_path = write_config(folder, issuer=url, extra=extra_config)
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    log_path = folder / "server.log"
+    # A file, not a pipe: a pipe nobody reads would stall a server that logs a lot.
+    log = log_path.open("w", encoding="utf-8")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -195,14 +202,15 @@ def start_server(
         ],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
     )
+    log.close()  # the server has its own copy
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"server exited: {process.stdout.read() if process.stdout else ''}")
+            raise RuntimeError(f"server exited: {log_path.read_text(encoding='utf-8')}")
         try:
             requests.get(url + "/.well-known/uma-configuration", timeout=1)
             break
@@ -211,7 +219,7 @@ def start_server(
     else:
         process.kill()
         raise RuntimeError("server did not start")
-    return LiveServer(url, config_path, process)
+    return LiveServer(url, config_path, process, log_path)
 
 
 def stop_server(server: LiveServer) -> None:

@@ -3,7 +3,10 @@ gets an RPT, asks without claims (need_claims), pushes the asked claims (201), t
 
 from __future__ import annotations
 
+import os
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +17,7 @@ from .conftest import LiveServer
 EMPLOYEE = "urn:example:employee"
 
 
-@pytest.fixture
-def rules_text() -> str:
-    return f"""
+RULES = f"""
 [[rules]]
 id = "doctors"
 owner = "alice"
@@ -27,6 +28,11 @@ contains = "doctor"
 types = ["{EMPLOYEE}"]
 hint = "Your role at the hospital"
 """
+
+
+@pytest.fixture
+def rules_text() -> str:
+    return RULES
 
 
 class Parties:
@@ -131,6 +137,54 @@ def test_the_whole_flow(live_server: LiveServer) -> None:
     wrong = parties.ask(rpt, other, [{"type": EMPLOYEE, "value": {"role": ["porter"]}}])
     assert wrong.status_code == 403 and wrong.json()["error"] == "not_authorized_permission"
     assert parties.ask(rpt, other, DOCTOR).json()["error"] == "invalid_ticket"
+
+    # Each decision is in the server's log, without tokens or claim values.
+    log = live_server.output()
+    for outcome in ("need_claims", "grant", "deny"):
+        assert f"decision={outcome} " in log
+    for secret in (rpt, ticket, other, parties.aat["Authorization"][7:], "porter"):
+        assert secret not in log
+
+
+def replace_file(path: Path, text: str) -> None:
+    """As an editor should: a new file renamed over the old one."""
+    staged = path.with_suffix(".new")
+    staged.write_text(text, encoding="utf-8")
+    os.replace(staged, path)
+
+
+def test_a_changed_rule_file_applies_within_two_seconds_and_a_broken_one_is_ignored(
+    live_server: LiveServer,
+) -> None:
+    parties = Parties(live_server)
+    rules_file = live_server.config_path.parent / "policies.toml"
+
+    def annotate() -> Any:
+        ticket = requests.post(
+            parties.endpoints["permission_registration_endpoint"],
+            json={"resource_set_id": parties.rs_id, "scopes": ["annotate"]},
+            headers=parties.pat,
+            timeout=5,
+        ).json()["ticket"]
+        return parties.ask("none", ticket, DOCTOR)
+
+    assert annotate().json()["error"] == "not_authorized_permission"
+    replace_file(
+        rules_file,
+        RULES + '\n[[rules]]\nid = "annotators"\nowner = "alice"\nscopes = ["annotate"]\n',
+    )
+    changed = time.monotonic()
+    while annotate().status_code != 201:
+        assert time.monotonic() - changed < 2.0, "the changed rule file was not noticed in 2 s"
+        time.sleep(0.05)
+
+    replace_file(rules_file, '[[rules]]\nid = "broken"\nscopes = "annotate"\n')
+    time.sleep(1.5)  # past the next check
+    assert annotate().status_code == 201  # the rules from before stay in force
+    log = live_server.output()
+    assert "reloaded: 2 rules" in log
+    assert "is broken; keeping the rules loaded before" in log
+    assert "rules[0]: missing 'owner'" in log
 
 
 def test_sixteen_simultaneous_requests_with_one_ticket_yield_one_grant(

@@ -92,8 +92,9 @@ def init(ctx: click.Context) -> None:
 @click.pass_context
 def serve(ctx: click.Context, host: str | None, port: int | None, threads: int | None) -> None:
     """Initialise the database and serve with waitress."""
-    from .serving import make_server
+    from .serving import configure_logging, make_server
 
+    configure_logging()
     config = _config(ctx)
     store = Store.open(config.database)
     store.initialise()

@@ -8,6 +8,8 @@ one error shape for every response.
 from __future__ import annotations
 
 import json
+import logging
+import sys
 from typing import Any
 
 from flask import Flask
@@ -16,6 +18,19 @@ from waitress.server import create_server
 from waitress.task import ErrorTask
 
 _CODES = {500: "server_error"}
+
+
+def configure_logging() -> None:
+    """Where a serving process writes its log: INFO and above to stderr, one line each.
+
+    Decisions, rule-file reloads and key fetches are logged at INFO (never a token or a claim
+    value). A host that has configured logging already keeps its own set-up.
+    """
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
 
 
 class JSONErrorTask(ErrorTask):  # type: ignore[misc]
