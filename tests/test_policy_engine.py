@@ -127,7 +127,10 @@ COLLEAGUE = 'claim = "email"\nsuffix = "@example.com"'
         ('one_of = [1, "a"]', "1", False, "is one of 1, 'a'"),
         ('contains = "doctor"', ["nurse", "doctor"], True, "contains 'doctor'"),
         ('contains = "doctor"', ["nurse"], False, "contains 'doctor'"),
-        ('contains = "doctor"', "doctor", False, "contains 'doctor'"),
+        ('contains = "doctor"', "doctor", True, "contains 'doctor'"),  # one value, no array
+        ('contains = "doctor"', "doctors", False, "contains 'doctor'"),  # not a substring test
+        ('contains = "doctor"', [], False, "contains 'doctor'"),
+        ('contains = "doctor"', [["doctor"]], False, "contains 'doctor'"),
         ("contains = 1", [True], False, "contains 1"),
         ("contains = { a = 1 }", [{"a": 1}], True, 'contains {"a": 1}'),
         ('prefix = "https://"', "https://x.example", True, "starts with 'https://'"),

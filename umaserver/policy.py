@@ -315,9 +315,7 @@ def _operator(
             return None
         if operator == "equals":
             return (lambda value: _same(value, operand)), f"equals {_show(operand)}"
-        return (
-            lambda value: isinstance(value, list | tuple) and any(_same(v, operand) for v in value)
-        ), f"contains {_show(operand)}"
+        return _contains(operand), f"contains {_show(operand)}"
     if operator == "one_of":
         if not (isinstance(operand, list) and operand and _is_json(operand)):
             errors.append(f"{place}: must be a non-empty array of JSON values")
@@ -369,6 +367,17 @@ def _full_match(pattern: Any) -> Callable[[Any], bool]:
             return pattern.fullmatch(value) is not None
         except UnicodeEncodeError:  # a lone surrogate from JSON: not text RE2 can read
             return False
+
+    return test
+
+
+def _contains(wanted: Any) -> Callable[[Any], bool]:
+    def test(value: Any) -> bool:
+        if isinstance(value, list | tuple):
+            return any(_same(item, wanted) for item in value)
+        # One value is a list of one: a SAML attribute with a single value arrives as that value,
+        # with several as an array, and a rule should not care how many the party happens to have.
+        return _same(value, wanted)
 
     return test
 
