@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gzip
 import json
 import threading
 import time
@@ -92,7 +93,9 @@ class JwksServer:
         self._status = 200
         self._body = b""
         self._delay = 0.0
+        self._drip = 0.0
         self._content_length = True
+        self._gzip = False
         self.hits = 0
         if jwks is not None:
             self.serve(jwks)
@@ -103,18 +106,28 @@ class JwksServer:
                 with server._lock:
                     server.hits += 1
                     status, body = server._status, server._body
-                    delay, content_length = server._delay, server._content_length
+                    delay, drip = server._delay, server._drip
+                    content_length, compressed = server._content_length, server._gzip
                 if delay:
                     time.sleep(delay)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
+                if compressed:
+                    # Whatever the client asked for, as some servers do.
+                    body = gzip.compress(body)
+                    self.send_header("Content-Encoding", "gzip")
                 if content_length:
                     self.send_header("Content-Length", str(len(body)))
                 else:
                     self.close_connection = True
                 self.end_headers()
                 with contextlib.suppress(OSError):  # the client gave up (timeout, size cap)
-                    self.wfile.write(body)
+                    if drip:
+                        for index in range(len(body)):
+                            self.wfile.write(body[index : index + 1])  # unbuffered: sent now
+                            time.sleep(drip)
+                    else:
+                        self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
@@ -133,15 +146,20 @@ class JwksServer:
         status: int = 200,
         body: bytes | None = None,
         delay: float = 0.0,
+        drip: float = 0.0,
         content_length: bool = True,
+        gzipped: bool = False,
     ) -> None:
-        """Answer with this JWK set (or raw `body`), status, delay before answering, and with or
-        without a Content-Length header (without it the body ends when the connection closes)."""
+        """Answer with this JWK set (or raw `body`), status, delay before answering, one byte of
+        the body every `drip` seconds, with or without a Content-Length header (without it the
+        body ends when the connection closes), and gzip-compressed or not."""
         with self._lock:
             self._status = status
             self._body = body if body is not None else json.dumps(jwks).encode()
             self._delay = delay
+            self._drip = drip
             self._content_length = content_length
+            self._gzip = gzipped
 
     def __enter__(self) -> JwksServer:
         self._thread.start()

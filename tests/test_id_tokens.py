@@ -6,7 +6,9 @@ import hashlib
 import hmac
 import json
 import logging
+import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,10 +27,9 @@ from tests.oidc_fixtures import (
     make_rsa_key,
     raw_token,
 )
-from umaserver.claims import Claim, ClaimsError
+from umaserver.claims import OIDC_TYPE, Claim, ClaimsError, ClaimsUnavailable
 from umaserver.id_tokens import (
     MAX_ID_TOKEN_LENGTH,
-    OIDC_CLAIM_TYPE,
     KeySets,
     OidcIssuer,
     oidc_claims,
@@ -168,7 +169,7 @@ def test_oidc_claims_give_the_provider_as_issuer_of_id_token_claims(
     )
 
     def claim(name: str, issuer: str, value: Any) -> Claim:
-        return Claim(OIDC_CLAIM_TYPE, name, value, issuer, "client-1", NOW)
+        return Claim(OIDC_TYPE, name, value, issuer, "client-1", NOW)
 
     assert sorted(claims, key=lambda c: (c.issuer, c.name)) == [
         claim("email", "client-1", "alice@client-says.example"),
@@ -176,6 +177,25 @@ def test_oidc_claims_give_the_provider_as_issuer_of_id_token_claims(
         claim("acr", IDP_A, "mfa"),
         claim("email", IDP_A, "alice@a.example"),
         claim("sub", IDP_A, "alice"),
+    ]
+
+
+def test_oidc_claims_list_the_providers_word_after_the_clients(
+    keys: Keys, issuers: list[OidcIssuer], key_sets: KeySets
+) -> None:
+    # The caller lets a later claim of the same name replace an earlier one: the verified wins.
+    token = make_id_token(keys.rsa_a, claims_a(email="alice@a.example"))
+    value = {"email": "alice@client-says.example", "id_token": token, "role": "admin"}
+
+    claims = oidc_claims(
+        value, issuers=issuers, key_sets=key_sets, client_id="client-1", now=NOW, skew=120
+    )
+
+    assert [(c.name, c.issuer) for c in claims] == [
+        ("email", "client-1"),
+        ("role", "client-1"),
+        ("sub", IDP_A),
+        ("email", IDP_A),
     ]
 
 
@@ -381,6 +401,29 @@ def test_id_token_that_is_not_a_string_is_refused(
         verify(value)
 
 
+def test_token_with_a_kid_is_tried_with_the_keys_published_without_one(
+    keys: Keys, tmp_path: Path
+) -> None:
+    without_kid = without(keys.rsa_a.as_dict(private=False), "kid")
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps({"keys": [keys.ec_a.as_dict(private=False), without_kid]}))
+    issuer = OidcIssuer(IDP_A, (AUD,), jwks_file=path)
+    token = make_id_token(keys.rsa_a, claims_a(), kid="rotated-2025")
+    assert verify_id_token(token, [issuer], KeySets([issuer]), now=NOW)["sub"] == "alice"
+
+
+def test_token_whose_kid_is_held_is_not_tried_with_the_keys_without_one(
+    keys: Keys, tmp_path: Path
+) -> None:
+    without_kid = without(keys.rsa_b.as_dict(private=False), "kid")
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps({"keys": [keys.rsa_a.as_dict(private=False), without_kid]}))
+    issuer = OidcIssuer(IDP_A, (AUD,), jwks_file=path)
+    token = make_id_token(keys.rsa_b, claims_a(), kid="a-rsa")
+    with pytest.raises(ClaimsError, match="signature does not verify"):
+        verify_id_token(token, [issuer], KeySets([issuer]), now=NOW)
+
+
 def test_refusal_never_echoes_the_token(keys: Keys, verify: Callable[..., dict[str, Any]]) -> None:
     token = make_id_token(keys.rsa_a, claims_a(iss="https://evil.example/" + "p" * 500))
     with pytest.raises(ClaimsError) as refused:
@@ -389,11 +432,24 @@ def test_refusal_never_echoes_the_token(keys: Keys, verify: Callable[..., dict[s
     assert len(refused.value.description) < 200
 
 
-def test_keys_not_fetched_yet_are_refused(keys: Keys) -> None:
+def test_keys_not_fetched_yet_ask_to_try_again_later(keys: Keys) -> None:
     issuer = OidcIssuer(IDP_A, (AUD,), jwks_uri="https://idp-a.example/jwks")
     token = make_id_token(keys.rsa_a, claims_a())
-    with pytest.raises(ClaimsError, match=f"keys of issuer '{IDP_A}' are not available yet"):
+    with pytest.raises(
+        ClaimsUnavailable, match=f"keys of issuer '{IDP_A}' are not available yet"
+    ) as unavailable:
         verify_id_token(token, [issuer], KeySets([issuer]), now=NOW)
+    assert unavailable.value.retry_after == 1  # the first fetch is due now
+
+
+def test_keys_of_an_unreachable_provider_ask_to_try_again_after_the_retry(keys: Keys) -> None:
+    issuer = OidcIssuer(IDP_A, (AUD,), jwks_uri="http://127.0.0.1:9/jwks")
+    key_sets = KeySets([issuer], fetch_timeout=0.5, retry_interval=30.0)
+    key_sets.refresh_now()
+    token = make_id_token(keys.rsa_a, claims_a())
+    with pytest.raises(ClaimsUnavailable, match="not available yet") as unavailable:
+        verify_id_token(token, [issuer], key_sets, now=NOW)
+    assert 25 <= unavailable.value.retry_after <= 30
 
 
 # --- configuration --------------------------------------------------------------------------
@@ -412,6 +468,9 @@ def test_keys_not_fetched_yet_are_refused(keys: Keys) -> None:
         ({"jwks_uri": None}, "exactly one of"),
         ({"jwks_uri": "file:///etc/jwks.json"}, "absolute http(s) URL"),
         ({"jwks_uri": "/jwks"}, "absolute http(s) URL"),
+        ({"jwks_uri": "http://idp-a.example/jwks"}, "must use https"),
+        ({"jwks_uri": "http://localhost.idp-a.example/jwks"}, "must use https"),
+        ({"jwks_uri": "http://10.0.0.1/jwks"}, "must use https"),
         ({"issuer": ""}, "non-empty 'issuer'"),
     ],
 )
@@ -424,6 +483,20 @@ def test_bad_issuer_configuration_is_refused(arguments: dict[str, Any], message:
     }
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         OidcIssuer(**settings)
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://127.0.0.1:8080/jwks",
+        "http://127.8.9.10/jwks",
+        "http://[::1]:8080/jwks",
+        "http://localhost/jwks",
+        "http://LOCALHOST:8080/jwks",
+    ],
+)
+def test_plain_http_jwks_uri_is_allowed_on_loopback(uri: str) -> None:
+    assert OidcIssuer(IDP_A, (AUD,), jwks_uri=uri).jwks_uri == uri
 
 
 def test_same_issuer_twice_is_refused() -> None:
@@ -577,6 +650,58 @@ def test_unknown_kid_has_the_background_thread_fetch_early(
         key_sets.stop()
 
 
+def test_unknown_kid_asks_to_try_again_until_a_fresh_fetch_lacks_it(
+    keys: Keys, jwks_server: JwksServer
+) -> None:
+    issuer = uri_issuer(jwks_server)
+    key_sets = KeySets([issuer], retry_interval=0.2)
+    key_sets.refresh_now()
+    token = make_id_token(keys.ec_a, claims_a(), alg="ES256")
+    # Keys fetched within the retry interval are what the provider publishes: the client's fault.
+    with pytest.raises(ClaimsError, match="has no key with kid 'a-ec'") as refused:
+        verify_id_token(token, [issuer], key_sets, now=NOW)
+    assert not isinstance(refused.value, ClaimsUnavailable)
+
+    time.sleep(0.3)
+    # Older keys may lack one added since; the early fetch this asks for is due at once.
+    with pytest.raises(ClaimsUnavailable, match="has no key with kid 'a-ec' yet") as unavailable:
+        verify_id_token(token, [issuer], key_sets, now=NOW)
+    assert unavailable.value.retry_after == 1
+
+    key_sets.refresh_now()  # that early fetch: the provider still does not publish 'a-ec'
+    with pytest.raises(ClaimsError, match="has no key with kid 'a-ec'") as refused:
+        verify_id_token(token, [issuer], key_sets, now=NOW)
+    assert not isinstance(refused.value, ClaimsUnavailable)
+
+
+def test_unknown_kid_of_a_jwks_file_is_refused(
+    keys: Keys, issuers: list[OidcIssuer], key_sets: KeySets
+) -> None:
+    token = make_id_token(keys.rsa_b, claims_a())
+    with pytest.raises(ClaimsError, match="has no key with kid 'b-rsa'") as refused:
+        verify_id_token(token, issuers, key_sets, now=NOW)
+    assert not isinstance(refused.value, ClaimsUnavailable)
+
+
+def test_failed_signature_without_kid_has_the_background_thread_fetch_early(
+    keys: Keys, jwks_server: JwksServer
+) -> None:
+    issuer = uri_issuer(jwks_server)
+    key_sets = KeySets([issuer], refresh_interval=3600.0, retry_interval=0.05)
+    key_sets.start()
+    try:
+        assert wait_until(lambda: key_sets.key_set(IDP_A) is not None)
+        jwks_server.serve(jwks_of([keys.ec_a]))  # rolled over, and its tokens name no kid
+        new_token = make_id_token(keys.ec_a, claims_a(), alg="ES256", kid=None)
+        with pytest.raises(ClaimsError, match="signature does not verify"):
+            verify_id_token(new_token, [issuer], key_sets, now=NOW)
+        assert wait_until(lambda: kids(key_sets) == ["a-ec"])
+        assert verify_id_token(new_token, [issuer], key_sets, now=NOW)
+        assert jwks_server.hits == 2
+    finally:
+        key_sets.stop()
+
+
 def oversized_body() -> bytes:
     return json.dumps({"keys": [], "padding": "x" * 4096}).encode()
 
@@ -589,6 +714,7 @@ def oversized_body() -> bytes:
         ({"status": 500, "body": b"oops"}, "HTTP 500"),
         ({"body": oversized_body()}, "larger than 2048 bytes"),
         ({"body": oversized_body(), "content_length": False}, "larger than 2048 bytes"),
+        ({"body": oversized_body(), "gzipped": True}, "larger than 2048 bytes"),
         ({"body": b"<html>down for maintenance</html>"}, "not a JSON object"),
         ({"body": b'{"keys": "none"}'}, "not a JWK set"),
         ({"body": b'{"keys": []}'}, "no usable public signature key"),
@@ -600,6 +726,7 @@ def oversized_body() -> bytes:
         "500",
         "oversized",
         "oversized-without-length",
+        "oversized-once-gunzipped",
         "not-json",
         "not-jwks",
         "no-keys",
@@ -632,6 +759,29 @@ def test_fetch_errors_keep_the_previous_keys(
     assert key_sets.key_set(IDP_A) is before
 
 
+def test_gzipped_jwks_is_read(keys: Keys, jwks_server: JwksServer) -> None:
+    jwks_server.serve(jwks_of([keys.rsa_a]), gzipped=True)
+    key_sets = KeySets([uri_issuer(jwks_server)])
+    key_sets.refresh_now()
+    assert kids(key_sets) == ["a-rsa"]
+
+
+@pytest.mark.parametrize("content_length", [True, False])
+def test_fetch_of_a_dripping_body_gives_up_at_the_timeout(
+    keys: Keys, jwks_server: JwksServer, caplog: pytest.LogCaptureFixture, content_length: bool
+) -> None:
+    # About 450 bytes, one every 50 ms: some 20 s in all, though each read waits far less
+    # than the timeout.
+    jwks_server.serve(jwks_of([keys.rsa_a]), drip=0.05, content_length=content_length)
+    key_sets = KeySets([uri_issuer(jwks_server)], fetch_timeout=0.5)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="umaserver.id_tokens"):
+        key_sets.refresh_now()
+    assert time.monotonic() - started < 1.0
+    assert "the body took longer than 0.5 s" in caplog.text
+    assert key_sets.key_set(IDP_A) is None
+
+
 def test_unreachable_jwks_uri_does_not_raise() -> None:
     issuer = OidcIssuer(IDP_A, (AUD,), jwks_uri="http://127.0.0.1:9/jwks")
     key_sets = KeySets([issuer], fetch_timeout=0.5)
@@ -646,3 +796,59 @@ def test_stop_ends_the_background_thread(jwks_server: JwksServer) -> None:
     assert thread is not None
     key_sets.stop()
     assert not thread.is_alive()
+
+
+def test_start_twice_runs_one_thread_and_start_after_stop_another(
+    jwks_server: JwksServer,
+) -> None:
+    key_sets = KeySets([uri_issuer(jwks_server)])
+    key_sets.start()
+    first = key_sets._thread
+    key_sets.start()
+    assert key_sets._thread is first
+    key_sets.stop()
+    key_sets.start()
+    try:
+        assert first is not None and not first.is_alive()
+        assert key_sets._thread is not None and key_sets._thread is not first
+    finally:
+        key_sets.stop()
+
+
+def test_stop_is_safe_twice_before_start_and_from_a_finalizer(jwks_server: JwksServer) -> None:
+    key_sets = KeySets([uri_issuer(jwks_server)])
+    key_sets.stop()
+    key_sets.start()
+    thread = key_sets._thread
+    assert thread is not None
+
+    class App:
+        pass
+
+    app = App()
+    weakref.finalize(app, key_sets.stop)
+    del app  # create_app registers stop() like this
+
+    assert not thread.is_alive()
+    key_sets.stop()
+
+
+def test_stop_that_times_out_keeps_the_thread_and_start_runs_no_second_one(
+    jwks_server: JwksServer,
+) -> None:
+    key_sets = KeySets([uri_issuer(jwks_server)], fetch_timeout=0.05)
+    release = threading.Event()
+    # Stands for the background thread caught in a fetch that outlasts stop()'s wait.
+    stuck = threading.Thread(target=release.wait, daemon=True)
+    stuck.start()
+    key_sets._thread = stuck
+    try:
+        key_sets.stop()
+        assert key_sets._thread is stuck
+        with pytest.raises(RuntimeError, match="has not stopped yet"):
+            key_sets.start()
+    finally:
+        release.set()
+        stuck.join()
+    key_sets.stop()
+    assert key_sets._thread is None

@@ -15,10 +15,12 @@ import pytest
 from flask.testing import FlaskClient
 from joserfc.jwk import RSAKey
 
+from umaserver import create_app
+from umaserver.config import load_config
 from umaserver.db import Store
 
 from . import saml_fixtures as saml
-from .conftest import Party, make_party, write_config
+from .conftest import Party, free_port, make_party, write_config
 from .oidc_fixtures import id_token_claims, jwks_of, make_id_token, make_rsa_key
 
 SAML = "claim-client-assertion-saml-1.0"
@@ -235,3 +237,43 @@ def test_a_client_not_registered_for_saml_may_not_push_it(flow: Flow, idp_key: s
     other = make_party(flow.store, "dora", "uma_authorization", push_types=(CUSTOM,))
     response = flow.ask(flow.ticket("view"), [assertion(idp_key)], party=other)
     assert response.status_code == 400 and SAML in response.json["error_description"]
+
+
+def test_keys_not_fetched_yet_answer_503_and_record_nothing(tmp_path: Path, op_key: RSAKey) -> None:
+    # A provider whose jwks_uri cannot be reached (a closed loopback port): its keys never arrive.
+    folder = tmp_path / "unreachable"
+    folder.mkdir()
+    (folder / "policies.toml").write_text(RULES, encoding="utf-8")
+    config = load_config(
+        write_config(
+            folder,
+            extra=f"""
+[claims]
+jwks_fetch_timeout = 1
+
+[[oidc_issuers]]
+issuer = "{OP}"
+audiences = ["photo-app"]
+jwks_uri = "http://127.0.0.1:{free_port()}/jwks.json"
+""",
+        )
+    )
+    initialise = Store.open(config.database)
+    initialise.initialise()
+    initialise.close()
+    app = create_app(config)
+    http = app.test_client()
+    own = Store.open(config.database)
+    try:
+        flow = Flow(http, own, make_party(own, "alice", "uma_protection"))
+        ticket = flow.ticket("print")
+        response = flow.ask(ticket, [id_token(op_key)])
+        assert response.status_code == 503, response.json
+        assert response.json["error"] == "temporarily_unavailable"
+        assert "not available yet" in response.json["error_description"]
+        assert int(response.headers["Retry-After"]) >= 1
+        assert own.conn.execute("SELECT COUNT(*) FROM gathered_claims").fetchone()[0] == 0
+        stored = own.get_ticket(ticket)
+        assert stored is not None and stored.state == "open" and stored.requests == 0
+    finally:
+        own.close()

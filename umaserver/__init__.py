@@ -7,6 +7,7 @@ and by the command line alike.
 from __future__ import annotations
 
 import logging
+import weakref
 from dataclasses import dataclass
 
 from flask import Flask
@@ -56,6 +57,8 @@ def create_app(config: Config | None = None) -> Flask:
     verifiers = ConfiguredVerifiers(config)
     app.extensions["uma"] = Services(PolicyStore(config.policies), verifiers)
     verifiers.start()
+    # The key-fetching thread ends with the app (tests build many apps in one process).
+    weakref.finalize(app, verifiers.stop)
 
     db.init_app(app)
     error_responses.register_error_handlers(app)

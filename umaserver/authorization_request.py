@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from .claims import ClaimsError, Verifiers, read_claim_objects, suppliable
+from .claims import ClaimsError, ClaimsUnavailable, Verifiers, read_claim_objects, suppliable
 from .config import Lifetimes
 from .db import AccessToken, Client, Store, Ticket
-from .errors import ExpiredTicket, InvalidRequest, InvalidTicket
+from .errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
 from .policy import Decision, ResourceSetRef, RuleSet, decide
 
 log = logging.getLogger("umaserver.decisions")
@@ -62,6 +62,10 @@ def request_authorization(
         pushed = read_claim_objects(
             claim_objects, client.client_id, client.push_claim_types, verifiers, now
         )
+    except ClaimsUnavailable as error:
+        raise TemporarilyUnavailable(
+            error.description, headers={"Retry-After": str(error.retry_after)}
+        ) from None
     except ClaimsError as error:
         raise InvalidRequest(error.description) from None
     requesting_party = aat.owner

@@ -38,6 +38,16 @@ class ClaimsError(Exception):
         self.description = description
 
 
+class ClaimsUnavailable(ClaimsError):
+    """A claim object could not be checked now for a reason on this server's side, such as an
+    identity provider's keys not fetched yet: the client may send it again after `retry_after`
+    seconds (503 temporarily_unavailable). Nothing is recorded."""
+
+    def __init__(self, description: str, retry_after: int = 30) -> None:
+        super().__init__(description)
+        self.retry_after = retry_after
+
+
 # The claim profiles of the spec, by the type string of their claim objects.
 OIDC_TYPE = "claim-client-claims-oidc-1.0"
 SAML_TYPE = "claim-client-assertion-saml-1.0"

@@ -107,6 +107,15 @@ class NotAuthorized(APIError):
     description = "The resource owner's policies do not allow this access."
 
 
+class TemporarilyUnavailable(APIError):
+    """A pushed claim could not be checked now for a reason on this side (an identity provider's
+    keys are not fetched yet); nothing was recorded and the client may try again (Retry-After)."""
+
+    status = 503
+    error = "temporarily_unavailable"
+    description = "The claims cannot be checked right now; try again shortly."
+
+
 class NeedClaims(APIError):
     status = 403
     error = "need_claims"

@@ -8,14 +8,15 @@ and carry the client as issuer.
 
 `KeySets` holds each provider's JSON Web Key Set: read from a file at start, or fetched from the
 provider's `jwks_uri` by one background thread. A fetch never happens inside a request; a token
-that names a key we do not hold yet is refused and asks the thread to fetch early (key rollover).
-Plain Python: no Flask here.
+that names a key we do not hold yet asks the thread to fetch early (key rollover) and is answered
+"try again later" when that fetch may bring the key. Plain Python: no Flask here.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import json
 import logging
 import math
@@ -29,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
+import urllib3
 from joserfc import jws
 from joserfc.errors import (
     BadSignatureError,
@@ -43,11 +45,9 @@ from joserfc.errors import (
 from joserfc.jwk import JWKRegistry, Key, KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
-from umaserver.claims import Claim, ClaimsError
+from umaserver.claims import OIDC_TYPE, Claim, ClaimsError, ClaimsUnavailable
 
 logger = logging.getLogger(__name__)
-
-OIDC_CLAIM_TYPE = "claim-client-claims-oidc-1.0"
 
 #: Longest `id_token` string we parse; real ID tokens are a few KiB at most.
 MAX_ID_TOKEN_LENGTH = 16 * 1024
@@ -146,6 +146,21 @@ class OidcIssuer:
                 raise ValueError(
                     f"'jwks_uri' of OIDC issuer {name} must be an absolute http(s) URL"
                 )
+            # Over plain http anyone on the path could swap the keys and sign tokens of their own.
+            if parts.scheme == "http" and not _is_loopback(parts.hostname):
+                raise ValueError(
+                    f"'jwks_uri' of OIDC issuer {name} must use https; plain http is allowed"
+                    " only for loopback hosts (127.0.0.0/8, ::1, localhost)"
+                )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class JwksError(ValueError):
@@ -172,6 +187,7 @@ class KeySets:
         self._key_sets: dict[str, KeySet] = {}
         self._uris: dict[str, str] = {}
         self._last_attempt: dict[str, float] = {}
+        self._fetched_at: dict[str, float] = {}
         self._due: dict[str, float] = {}
         self._stopping = threading.Event()
         self._wake = threading.Event()
@@ -197,30 +213,55 @@ class KeySets:
         for issuer, uri in self._uris.items():
             self._refresh(issuer, uri)
 
-    def request_refresh(self, issuer: str) -> None:
+    def request_refresh(self, issuer: str) -> int | None:
         """Ask the background thread to fetch `issuer`'s keys early, as soon as the retry
-        interval since its last attempt allows (a token named a key we do not know)."""
+        interval since its last attempt allows (a token named a key we do not know).
+
+        Returns the seconds until that fetch when it may bring keys we lack: we have none, or
+        ours are older than the retry interval. None when ours are fresher than that (they are
+        what the provider publishes now) or come from a file.
+        """
         with self._lock:
             if issuer not in self._due:
-                return
+                return None
+            now = time.monotonic()
             earliest = self._last_attempt.get(issuer, -math.inf) + self._retry_interval
             self._due[issuer] = min(self._due[issuer], earliest)
+            fresh = now - self._fetched_at.get(issuer, -math.inf) < self._retry_interval
+            wait = self._due[issuer] - now
         self._wake.set()
+        return None if fresh else math.ceil(max(1.0, wait))
 
     def start(self) -> None:
-        """Start the one background thread that fetches and refreshes every `jwks_uri`."""
-        if not self._uris or (self._thread is not None and self._thread.is_alive()):
+        """Start the one background thread that fetches and refreshes every `jwks_uri`;
+        nothing happens when it runs already."""
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            if self._stopping.is_set():
+                # A stop() gave up waiting for its fetch; a second thread would run beside it.
+                raise RuntimeError("the JWKS thread has not stopped yet; start it again later")
+            return
+        if not self._uris:
             return
         self._stopping.clear()
         self._thread = threading.Thread(target=self._run, name="umaserver-jwks", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the background thread; waits for a fetch in progress to end."""
+        """Stop the background thread; waits for a fetch in progress to end. Safe to call more
+        than once, and from a finalizer."""
         self._stopping.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=2 * self._fetch_timeout + 1.0)
+        thread = self._thread
+        # A finalizer may run in the thread itself (garbage collection happens anywhere).
+        if thread is None or thread is threading.current_thread():
+            return
+        wait = 2 * self._fetch_timeout + 1.0
+        thread.join(timeout=wait)
+        if thread.is_alive():
+            # Keep the handle, so that start() does not run a second thread beside this one.
+            logger.warning("the JWKS thread has not stopped within %.1f s", wait)
+        else:
             self._thread = None
 
     def _run(self) -> None:
@@ -243,7 +284,7 @@ class KeySets:
         started = time.monotonic()
         try:
             key_set = _parse_jwks(_fetch(uri, self._fetch_timeout, self._max_bytes))
-        except (JwksError, requests.RequestException) as error:
+        except (JwksError, requests.RequestException, urllib3.exceptions.HTTPError) as error:
             logger.warning("JWKS of OIDC issuer %r from %s not refreshed: %s", issuer, uri, error)
             ok = False
         except Exception:
@@ -255,6 +296,7 @@ class KeySets:
         with self._lock:
             if ok:
                 self._key_sets[issuer] = key_set
+                self._fetched_at[issuer] = started
             self._last_attempt[issuer] = started
             interval = self._refresh_interval if ok else self._retry_interval
             self._due[issuer] = time.monotonic() + interval
@@ -267,7 +309,7 @@ def _fetch(uri: str, timeout: float, max_bytes: int) -> bytes:
     deadline = time.monotonic() + timeout
     headers = {
         "Accept": "application/jwk-set+json, application/json",
-        # The size cap counts what we read, so nothing may inflate behind it.
+        # Nothing to inflate; a server that compresses anyway is decoded within the size cap.
         "Accept-Encoding": "identity",
     }
     with requests.get(
@@ -279,13 +321,19 @@ def _fetch(uri: str, timeout: float, max_bytes: int) -> bytes:
         if length.isdigit() and int(length) > max_bytes:
             raise JwksError(f"the body is larger than {max_bytes} bytes")
         body = bytearray()
-        for chunk in response.iter_content(chunk_size=8192):
-            body += chunk
-            if len(body) > max_bytes:
-                raise JwksError(f"the body is larger than {max_bytes} bytes")
+        while True:
+            # `timeout` bounds each socket read only: a server dripping its body would hold the
+            # one thread that serves every issuer. read1() returns what one read brought, so the
+            # deadline is checked after each.
             if time.monotonic() > deadline:
                 raise JwksError(f"the body took longer than {timeout} s")
-        return bytes(body)
+            chunk = response.raw.read1(8192, decode_content=True)
+            if not chunk:
+                return bytes(body)
+            body += chunk
+            # Counted after decoding, so a compressed body cannot inflate past the cap.
+            if len(body) > max_bytes:
+                raise JwksError(f"the body is larger than {max_bytes} bytes")
 
 
 def _load_jwks_file(path: Path, issuer: str) -> KeySet:
@@ -387,7 +435,8 @@ def verify_id_token(
 ) -> dict[str, Any]:
     """Verify an ID token (OpenID Connect Core 1.0, 3.1.3.7) and return its claims.
 
-    Raises ClaimsError naming the check that failed.
+    Raises ClaimsError naming the check that failed, or ClaimsUnavailable when the issuer's keys
+    we hold may be out of date (a fetch is pending): the client may send the token again later.
     """
     if not isinstance(unverified_token, str):
         raise _refuse("'id_token' is not a string")
@@ -423,7 +472,12 @@ def verify_id_token(
         raise _refuse(f"algorithm {alg!r} is not accepted for issuer {issuer.issuer!r}")
     key_set = key_sets.key_set(issuer.issuer)
     if key_set is None:
-        raise _refuse(f"keys of issuer {issuer.issuer!r} are not available yet")
+        # Never fetched yet, or the provider is unreachable: our side's problem, not the token's.
+        # The client may try again once the fetch asked for here is due.
+        raise ClaimsUnavailable(
+            f"ID token not checked: keys of issuer {issuer.issuer!r} are not available yet",
+            key_sets.request_refresh(issuer.issuer) or 1,
+        )
 
     claims = _verify_signature(unverified_token, alg, kid, key_set, issuer, key_sets)
     _validate_claims(claims, issuer, now=now, skew=skew)
@@ -439,11 +493,10 @@ def _verify_signature(
     key_sets: KeySets,
 ) -> dict[str, Any]:
     # Only this issuer's keys are tried: a key of another provider proves nothing here.
-    candidates = [key for key in key_set.keys if kid is None or key.kid == kid]
-    if not candidates:
-        # Perhaps the provider rolled its keys over: have them fetched again, outside this request.
-        key_sets.request_refresh(issuer.issuer)
-        raise _refuse(f"issuer {issuer.issuer!r} has no key with kid {_shown(kid or '')}")
+    named = [key for key in key_set.keys if kid is None or key.kid == kid]
+    # Some providers publish keys without "kid" yet name one in their tokens. joserfc's KeySet
+    # gives such a key its RFC 7638 thumbprint as kid.
+    candidates = named or [key for key in key_set.keys if key.kid == key.thumbprint()]
     # Unregistered header parameters are tolerated (providers add their own); "crit" was refused.
     registry = jws.JWSRegistry(algorithms=[alg], strict_check_header=False)
     for key in candidates:
@@ -458,6 +511,14 @@ def _verify_signature(
             return _json_object(signed.payload)
         except ValueError as error:
             raise _refuse("its payload is not a JSON object") from error
+    # Perhaps the provider rolled its keys over (with or without kids): have them fetched again,
+    # outside this request.
+    retry_after = key_sets.request_refresh(issuer.issuer)
+    if not named:
+        missing = f"issuer {issuer.issuer!r} has no key with kid {_shown(kid or '')}"
+        if retry_after is not None:
+            raise ClaimsUnavailable(f"ID token not checked: {missing} yet", retry_after)
+        raise _refuse(missing)
     raise _refuse(f"its signature does not verify with the keys of issuer {issuer.issuer!r}")
 
 
@@ -519,7 +580,8 @@ def oidc_claims(
 
     Plain members are the pushing client's word (issuer = the client). The claims of a verified
     `id_token` are the provider's word (issuer = its `iss`), without the token's bookkeeping
-    claims. Raises ClaimsError when the ID token is refused.
+    claims. Raises ClaimsError when the ID token is refused, ClaimsUnavailable when it cannot be
+    checked now.
     """
     verified = (
         verify_id_token(value["id_token"], issuers, key_sets, now=now, skew=skew)
@@ -527,9 +589,11 @@ def oidc_claims(
         else None
     )
 
+    # Order matters: a later claim of the same type and name replaces an earlier one, so the
+    # provider's verified value, listed after the client's plain members, wins over them.
     claims = [
         Claim(
-            type=OIDC_CLAIM_TYPE,
+            type=OIDC_TYPE,
             name=name,
             value=member,
             issuer=client_id,
@@ -543,7 +607,7 @@ def oidc_claims(
         provider = verified["iss"]
         claims.extend(
             Claim(
-                type=OIDC_CLAIM_TYPE,
+                type=OIDC_TYPE,
                 name=name,
                 value=member,
                 issuer=provider,
