@@ -28,6 +28,9 @@ DS_NS = "http://www.w3.org/2000/09/xmldsig#"
 XENC_NS = "http://www.w3.org/2001/04/xmlenc#"
 NSMAP = {"saml": SAML_NS, "samlp": SAMLP_NS}
 EXC_C14N = "http://www.w3.org/2001/10/xml-exc-c14n#"
+BEARER = "urn:oasis:names:tc:SAML:2.0:cm:bearer"
+HOLDER_OF_KEY = "urn:oasis:names:tc:SAML:2.0:cm:holder-of-key"
+SENDER_VOUCHES = "urn:oasis:names:tc:SAML:2.0:cm:sender-vouches"
 
 # A fixed "now" for the module tests. Certificates are valid from a year before it until ten years
 # after the real clock, so both the module tests and the tests that use the real time verify.
@@ -103,10 +106,12 @@ def build_assertion(
     not_on_or_after: int | None = NOW + 300,
     subject_not_on_or_after: int | None = NOW + 120,
     subject_not_before: int | None = None,
+    confirmation_method: str | None = BEARER,
     name_id: str | None = "alice",
     attributes: Sequence[tuple[str, str | None, Sequence[str]]] = DEFAULT_ATTRIBUTES,
 ) -> etree._Element:
-    """An unsigned saml:Assertion; `audience=None` leaves out the AudienceRestriction."""
+    """An unsigned saml:Assertion; `audience=None` leaves out the AudienceRestriction and
+    `confirmation_method=None` the SubjectConfirmation."""
     assertion = etree.Element(
         s("Assertion"),
         nsmap=NSMAP,
@@ -123,14 +128,10 @@ def build_assertion(
             s("NameID"),
             Format="urn:oasis:names:tc:SAML:2.0:nameid-format:persistent",
         ).text = name_id
-    confirmation = etree.SubElement(
-        subject, s("SubjectConfirmation"), Method="urn:oasis:names:tc:SAML:2.0:cm:bearer"
-    )
-    data = etree.SubElement(confirmation, s("SubjectConfirmationData"))
-    if subject_not_before is not None:
-        data.set("NotBefore", instant(subject_not_before))
-    if subject_not_on_or_after is not None:
-        data.set("NotOnOrAfter", instant(subject_not_on_or_after))
+    if confirmation_method is not None:
+        add_subject_confirmation(
+            assertion, confirmation_method, subject_not_before, subject_not_on_or_after
+        )
 
     conditions = etree.SubElement(assertion, s("Conditions"))
     if not_before is not None:
@@ -162,6 +163,20 @@ def build_assertion(
             for value in values:
                 etree.SubElement(attribute, s("AttributeValue")).text = value
     return assertion
+
+
+def add_subject_confirmation(
+    assertion: etree._Element, method: str, not_before: int | None, not_on_or_after: int | None
+) -> None:
+    """Append a SubjectConfirmation (with SubjectConfirmationData) to the assertion's Subject."""
+    subject = assertion.find(s("Subject"))
+    assert subject is not None
+    confirmation = etree.SubElement(subject, s("SubjectConfirmation"), Method=method)
+    data = etree.SubElement(confirmation, s("SubjectConfirmationData"))
+    if not_before is not None:
+        data.set("NotBefore", instant(not_before))
+    if not_on_or_after is not None:
+        data.set("NotOnOrAfter", instant(not_on_or_after))
 
 
 def build_response(

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 from joserfc.jwk import RSAKey
+from lxml import etree
 
 from umaserver import create_app
 from umaserver.config import load_config
@@ -83,7 +84,7 @@ jwks_file = "op-jwks.json"
     )
 
 
-def assertion(key: saml.IdpKey, **overrides: Any) -> dict[str, Any]:
+def assertion(key: saml.IdpKey, one_time: bool = False, **overrides: Any) -> dict[str, Any]:
     now = int(time.time())
     values: dict[str, Any] = {
         "issuer": IDP,
@@ -94,9 +95,12 @@ def assertion(key: saml.IdpKey, **overrides: Any) -> dict[str, Any]:
         "subject_not_on_or_after": now + 120,
         **overrides,
     }
+    unsigned = saml.build_assertion(**values)
+    if one_time:
+        saml.find(unsigned, "saml:Conditions").append(etree.Element(saml.s("OneTimeUse")))
     return {
         "type": SAML,
-        "value": {"saml_assertion": saml.to_b64(saml.signed_assertion(key, **values))},
+        "value": {"saml_assertion": saml.to_b64(saml.sign(unsigned, key))},
     }
 
 
@@ -224,12 +228,29 @@ def test_an_assertion_is_accepted_once_per_ticket_and_requesting_party(
     first = flow.ticket("view", "print")
     assert flow.ask(first, [pushed]).status_code == 403  # need_claims: print still wanted
     again = flow.ask(first, [pushed])
-    assert again.status_code == 400 and "replay" in again.json["error_description"]
+    assert again.status_code == 400
+    assert "(replay: with this ticket)" in again.json["error_description"]
     # Another requesting party presenting the same assertion is refused too ...
     carol = make_party(flow.store, "carol", "uma_authorization", client_id=flow.app.client_id)
     stolen = flow.ask(flow.ticket("view"), [pushed], party=carol)
-    assert stolen.status_code == 400 and "replay" in stolen.json["error_description"]
+    assert stolen.status_code == 400
+    assert "(replay: by another requesting party)" in stolen.json["error_description"]
     # ... while the same party may use it for another ticket.
+    assert flow.ask(flow.ticket("view"), [pushed]).status_code == 201
+
+
+def test_a_one_time_use_assertion_is_accepted_once_at_all(flow: Flow, idp_key: saml.IdpKey) -> None:
+    pushed = assertion(idp_key, one_time=True)
+    assert flow.ask(flow.ticket("view"), [pushed]).status_code == 201
+    again = flow.ask(flow.ticket("view"), [pushed])
+    assert again.status_code == 400
+    assert "(replay: it is for one time use only)" in again.json["error_description"]
+
+
+def test_a_single_valued_attribute_satisfies_contains(flow: Flow, idp_key: saml.IdpKey) -> None:
+    # One value arrives as that value, not as an array of one; "contains staff" still holds.
+    only_staff = ((AFFILIATION, "eduPersonAffiliation", ("staff",)),)
+    pushed = assertion(idp_key, attributes=only_staff)
     assert flow.ask(flow.ticket("view"), [pushed]).status_code == 201
 
 

@@ -26,6 +26,13 @@ log = logging.getLogger("umaserver.decisions")
 MAX_TICKET_REQUESTS = 10
 
 
+_REPLAYS = {
+    "this ticket": "replay: with this ticket",
+    "another requesting party": "replay: by another requesting party",
+    "one time use": "replay: it is for one time use only",
+}
+
+
 @dataclass(frozen=True)
 class AuthorizationResult:
     decision: Decision
@@ -76,16 +83,14 @@ def request_authorization(
         if resource_set is None:
             raise InvalidTicket()
         for assertion in pushed.assertions:
-            if not store.remember_assertion(
-                assertion.issuer,
-                assertion.assertion_id,
-                ticket.digest,
-                requesting_party,
-                assertion.expires_at,
-            ):
+            # "an assertion ID is accepted once per ticket and requesting party"; and a bearer
+            # assertion is about one person, so a second requesting party presenting it is
+            # refused too, as is any second use of a OneTimeUse assertion.
+            collision = store.remember_assertion(assertion, ticket.digest, requesting_party)
+            if collision is not None:
                 raise InvalidRequest(
                     f"SAML assertion refused: the assertion {assertion.assertion_id!r} of"
-                    f" {assertion.issuer} was presented before (replay)."
+                    f" {assertion.issuer} was presented before ({_REPLAYS[collision]})."
                 )
         store.record_claims(ticket.digest, requesting_party, pushed.claims)
         requests = store.count_ticket_request(ticket.digest)

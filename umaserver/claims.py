@@ -73,6 +73,8 @@ class Assertion:
     issuer: str
     assertion_id: str
     expires_at: int
+    # SAML <OneTimeUse/>: accepted once at all, not once per ticket and requesting party.
+    one_time: bool = False
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,12 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from flask import Flask, current_app, g
 
 from . import secrets_at_rest
-from .claims import Claim
+from .claims import Assertion, Claim
 
 BUSY_TIMEOUT_MS = 10_000
 TICKET_MEMORY = 24 * 3600  # seconds an expired ticket is remembered, to answer expired_ticket
@@ -449,29 +449,35 @@ class Store:
         ]
 
     def remember_assertion(
-        self,
-        issuer: str,
-        assertion_id: str,
-        ticket_digest: str,
-        requesting_party: str,
-        expires_at: int,
-    ) -> bool:
-        """False when the assertion is a replay: already presented with this ticket, or by
-        another requesting party."""
+        self, assertion: Assertion, ticket_digest: str, requesting_party: str
+    ) -> Literal["this ticket", "another requesting party", "one time use"] | None:
+        """Remembers a verified assertion's ID until it expires; None when it may be used now, else
+        the earlier use it collides with: with this ticket, by another requesting party, or at all
+        when the assertion is for one time use."""
         with self.transaction() as conn:
-            seen = conn.execute(
-                "SELECT 1 FROM seen_assertions WHERE issuer = ? AND assertion_id = ?"
-                " AND (ticket_digest = ? OR requesting_party != ?) AND expires_at >= ?",
-                (issuer, assertion_id, ticket_digest, requesting_party, int(time.time())),
-            ).fetchone()
-            if seen is not None:
-                return False
+            earlier = conn.execute(
+                "SELECT ticket_digest, requesting_party FROM seen_assertions"
+                " WHERE issuer = ? AND assertion_id = ? AND expires_at >= ?",
+                (assertion.issuer, assertion.assertion_id, int(time.time())),
+            ).fetchall()
+            if any(row["ticket_digest"] == ticket_digest for row in earlier):
+                return "this ticket"
+            if earlier and assertion.one_time:
+                return "one time use"
+            if any(row["requesting_party"] != requesting_party for row in earlier):
+                return "another requesting party"
             conn.execute(
                 "INSERT OR REPLACE INTO seen_assertions (issuer, assertion_id, ticket_digest,"
                 " requesting_party, expires_at) VALUES (?, ?, ?, ?, ?)",
-                (issuer, assertion_id, ticket_digest, requesting_party, expires_at),
+                (
+                    assertion.issuer,
+                    assertion.assertion_id,
+                    ticket_digest,
+                    requesting_party,
+                    assertion.expires_at,
+                ),
             )
-        return True
+        return None
 
     # -- RPTs and their permissions --------------------------------------------------------------
 

@@ -4,7 +4,7 @@ A client pushes `{"saml_assertion": "<base64>"}`: a signed `saml:Assertion`, or 
 holding exactly one Assertion, signed on the Assertion or on the Response. The assertion is verified
 against the identity providers of the configuration and its attributes become claims issued by that
 provider. Plain Python: no Flask, no database. Replay detection (remembering assertion IDs until
-`expires_at`) is the caller's job.
+`expires_at`, and refusing a `one_time` assertion a second time) is the caller's job.
 
 The order of the checks matters. The document is parsed with a hardened parser before anything
 else looks at it; its shape is checked strictly enough that signature wrapping has nowhere to hide
@@ -20,14 +20,14 @@ import binascii
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from cryptography import x509
 from lxml import etree
 from signxml.algorithms import CanonicalizationMethod, DigestAlgorithm, SignatureMethod
-from signxml.exceptions import SignXMLException
+from signxml.exceptions import InvalidCertificate, SignXMLException
 from signxml.verifier import SignatureConfiguration, VerifyResult, XMLVerifier
 
 from umaserver.claims import Claim, ClaimsError
@@ -47,6 +47,7 @@ SIGNATURE = f"{{{DS_NS}}}Signature"
 _NS = {"saml": SAML_NS, "samlp": SAMLP_NS, "ds": DS_NS}
 
 ENTITY_NAMEID_FORMAT = "urn:oasis:names:tc:SAML:2.0:nameid-format:entity"
+BEARER = "urn:oasis:names:tc:SAML:2.0:cm:bearer"
 STATUS_SUCCESS = "urn:oasis:names:tc:SAML:2.0:status:Success"
 
 # saml-core 5.4.4: "Signatures in SAML messages SHOULD NOT contain transforms other than the enveloped
@@ -63,6 +64,10 @@ _ID_ATTRIBUTE_NAMES = frozenset({"ID", "Id", "id"})
 
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})?")
 _BASE64_WHITESPACE = re.compile(r"[ \t\r\n]+")
+
+# How much of an untrusted string an error description quotes: enough to recognise it, not the
+# 256 KB an attacker can put in an Issuer.
+_QUOTE_LIMIT = 200
 
 
 @dataclass(frozen=True)
@@ -118,18 +123,29 @@ class VerifiedAssertion:
     """What a verified assertion says, read only from the signed XML.
 
     `expires_at` is the unix time until which `assertion_id` must be remembered (per `issuer`) to
-    refuse replays: the later of the Conditions and SubjectConfirmationData NotOnOrAfter bounds, plus
-    the clock skew, since until then the assertion would still be accepted.
+    refuse replays. The assertion is accepted only while its Conditions hold and one of its bearer
+    SubjectConfirmationData windows does: at the latest until the earlier of the Conditions
+    NotOnOrAfter and the latest bearer NotOnOrAfter, plus the clock skew. `expires_at` is the latest
+    of all these bounds plus the skew, which is never earlier, so no replay outlives the memory.
+    `one_time` is True when the signed Conditions hold a OneTimeUse element.
     """
 
     assertion_id: str
     issuer: str
     expires_at: int
     attributes: dict[str, Any]
+    one_time: bool
 
 
 def _refuse(reason: str) -> ClaimsError:
     return ClaimsError(f"SAML assertion refused: {reason}")
+
+
+def _quoted(untrusted: str) -> str:
+    """An untrusted string for an error description: quoted, and cut short if it is long."""
+    if len(untrusted) <= _QUOTE_LIMIT:
+        return repr(untrusted)
+    return f"{untrusted[:_QUOTE_LIMIT]!r}..."
 
 
 def verify_assertion(
@@ -152,7 +168,7 @@ def verify_assertion(
         raise _refuse("the assertion has no Issuer (with the entity format)")
     idp = next((idp for idp in idps if idp.entity_id == unverified_issuer), None)
     if idp is None:
-        raise _refuse(f"unknown identity provider {unverified_issuer!r}")
+        raise _refuse(f"unknown identity provider {_quoted(unverified_issuer)}")
 
     signed = _verify_signature(root, signed_element, idp, settings, now)
 
@@ -222,23 +238,38 @@ def _parser() -> etree.XMLParser:
     )
 
 
-_DOCTYPE_MARKERS = tuple("<!DOCTYPE".encode(codec) for codec in ("utf-8", "utf-16-le", "utf-16-be"))
-_DOCTYPE_REFUSAL = "the document has a DOCTYPE (DTDs and entity declarations are not allowed)"
+# The parse errors libxml2 reports for entities it will not expand: an undeclared or external one, a
+# loop, and its entity amplification limit (the billion laughs), which it files as a resource limit,
+# as it does its depth limit.
+_ENTITY_ERRORS = frozenset(
+    {
+        etree.ErrorTypes.ERR_UNDECLARED_ENTITY,
+        etree.ErrorTypes.ERR_ENTITY_IS_EXTERNAL,
+        etree.ErrorTypes.ERR_ENTITY_LOOP,
+        etree.ErrorTypes.ERR_RESOURCE_LIMIT,
+    }
+)
 
 
 def _parse(document: bytes) -> etree._Element:
     # SAML messages never carry a DTD; a DOCTYPE is how entity expansion and external references get
-    # in, so any is refused rather than interpreted. The byte scan only makes the refusal say so
-    # (libxml2 stops an entity bomb itself, as a syntax error); the docinfo check below decides.
-    if any(marker in document for marker in _DOCTYPE_MARKERS):
-        raise _refuse(_DOCTYPE_REFUSAL)
+    # in, so any is refused rather than interpreted. lxml is the first to read the document: its
+    # settings keep a DTD inert (nothing loaded, no entity substituted), an entity bomb stops the
+    # parser, and a DOCTYPE that parses is refused from the docinfo, whatever the encoding and
+    # wherever else "<!DOCTYPE" appears as text (CDATA, comments).
+    parser = _parser()
     try:
-        root = etree.fromstring(document, parser=_parser())
+        root = etree.fromstring(document, parser=parser)
     except etree.XMLSyntaxError as exc:
+        if any(error.type in _ENTITY_ERRORS for error in parser.error_log):
+            raise _refuse(
+                "the XML parser refused an entity or hit a resource limit "
+                "(a DOCTYPE and entity declarations are not allowed)"
+            ) from exc
         raise _refuse("the document is not well-formed XML") from exc
     docinfo = root.getroottree().docinfo
     if docinfo.doctype or docinfo.internalDTD is not None or docinfo.externalDTD is not None:
-        raise _refuse(_DOCTYPE_REFUSAL)
+        raise _refuse("the document has a DOCTYPE (DTDs and entity declarations are not allowed)")
     if any(True for _ in root.iter(etree.Entity)):
         raise _refuse("the document uses entity references")
     return root
@@ -265,14 +296,17 @@ def _check_shape(root: etree._Element) -> etree._Element:
         for name, value in element.attrib.items():
             if etree.QName(name).localname in _ID_ATTRIBUTE_NAMES:
                 if value in seen_ids:
-                    raise _refuse(f"the ID {value!r} appears more than once in the document")
+                    raise _refuse(f"the ID {_quoted(value)} appears more than once in the document")
                 seen_ids.add(value)
 
     signatures = list(root.iter(SIGNATURE))
     if not signatures:
         raise _refuse("the document is not signed")
     if len(signatures) != 1:
-        raise _refuse(f"the document must hold exactly one Signature, it holds {len(signatures)}")
+        raise _refuse(
+            f"the document must hold exactly one Signature, it holds {len(signatures)} "
+            "(the IdP must sign either the Response or the Assertion, not both)"
+        )
     signature = signatures[0]
     signed_element = signature.getparent()
     if signed_element is not assertion and signed_element is not root:
@@ -292,6 +326,11 @@ def _check_shape(root: etree._Element) -> etree._Element:
     for transform in references[0].findall("ds:Transforms/ds:Transform", _NS):
         if transform.get("Algorithm") not in _ALLOWED_TRANSFORMS:
             raise _refuse("the signature uses a transform SAML does not allow")
+    # An empty value is nothing to verify, and signxml fails on it with a TypeError.
+    for part in ("SignatureValue", "SignedInfo/ds:Reference/ds:DigestValue"):
+        value = signature.find(f"ds:{part}", _NS)
+        if value is None or not (value.text or "").strip():
+            raise _refuse(f"the signature's {part.rsplit(':', 1)[-1]} is missing or empty")
     return signed_element
 
 
@@ -321,6 +360,11 @@ def _signature_configuration(
     )
 
 
+# What signxml raises for a signature that does not verify. TypeError: signxml base64-decodes
+# element texts without checking that there are any (an empty RSAKeyValue Modulus in KeyInfo).
+_VERIFY_ERRORS = (SignXMLException, etree.LxmlError, ValueError, KeyError, TypeError)
+
+
 def _verify_signature(
     root: etree._Element,
     signed_element: etree._Element,
@@ -346,19 +390,22 @@ def _verify_signature(
     # signxml looks for the signature at exactly this place (relative to the root) and nowhere else.
     location = "./" if signed_element is root else f"./{{{SAML_NS}}}Assertion/"
     config = _signature_configuration(location, settings, now)
+    out_of_validity = False
     for certificate in idp.certificates:
         try:
-            result = XMLVerifier().verify(
-                root,
-                x509_cert=certificate,
-                expect_config=config,
-                parser=_parser(),
-                id_attribute="ID",
-            )
-        except (SignXMLException, etree.LxmlError, ValueError, KeyError):
+            result = _verify_with(root, certificate, config)
+        except InvalidCertificate:
+            # signxml judges the certificate's validity period before the signature. Only when the
+            # signature is this certificate's does the refusal blame the period.
+            valid_from = x509.load_pem_x509_certificate(certificate.encode()).not_valid_before_utc
+            try:
+                _verify_with(root, certificate, replace(config, verification_time=valid_from))
+                out_of_validity = True
+            except _VERIFY_ERRORS:
+                pass
+            continue
+        except _VERIFY_ERRORS:
             continue  # the next certificate may be the one (key rollover)
-        if not isinstance(result, VerifyResult):  # several references: refused before, and again
-            raise _refuse("the signature must have exactly one Reference")
         signed = result.signed_xml
         if (
             signed is None
@@ -367,7 +414,24 @@ def _verify_signature(
         ):
             raise _refuse("the signed XML is not the element the signature is enveloped in")
         return signed
+    if out_of_validity:
+        at = datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        raise _refuse(
+            f"the signing certificate of {idp.entity_id} is not valid at {at} "
+            "(expired or not yet valid)"
+        )
     raise _refuse(f"signature does not verify against the certificates of {idp.entity_id}")
+
+
+def _verify_with(
+    root: etree._Element, certificate: str, config: SignatureConfiguration
+) -> VerifyResult:
+    result = XMLVerifier().verify(
+        root, x509_cert=certificate, expect_config=config, parser=_parser(), id_attribute="ID"
+    )
+    # With expect_references=1, signxml returns the one result, not a list.
+    assert isinstance(result, VerifyResult)
+    return result
 
 
 def _issuer_of(element: etree._Element) -> str | None:
@@ -428,25 +492,19 @@ def _read_assertion(
     if assertion.get("Version") != "2.0":
         raise _refuse("the assertion is not SAML 2.0")
 
-    bounds: list[float] = []
     conditions = assertion.findall("saml:Conditions", _NS)
     if len(conditions) != 1:
         raise _refuse("the assertion has no Conditions with an AudienceRestriction")
-    bound = _check_window(conditions[0], "Conditions", now, settings.clock_skew)
-    if bound is not None:
-        bounds.append(bound)
+    conditions_bound = _check_window(conditions[0], "Conditions", now, settings.clock_skew)
     _check_audience(conditions[0], settings.audience)
 
-    for data in assertion.findall(
-        "saml:Subject/saml:SubjectConfirmation/saml:SubjectConfirmationData", _NS
-    ):
-        bound = _check_window(data, "SubjectConfirmationData", now, settings.clock_skew)
-        if bound is not None:
-            bounds.append(bound)
-    if not bounds:
-        # Replay detection remembers an ID only until the assertion expires; one that never expires
-        # could be replayed once it is forgotten.
+    bearer_bounds = _check_subject_confirmation(assertion, now, settings.clock_skew)
+    # Replay detection remembers an ID only until the assertion expires; one that never expires
+    # could be replayed once it is forgotten. It expires when its Conditions do, or when every
+    # bearer window has (see VerifiedAssertion).
+    if conditions_bound is None and (not bearer_bounds or None in bearer_bounds):
         raise _refuse("the assertion has no NotOnOrAfter, so it would never expire")
+    bounds = [b for b in (conditions_bound, *bearer_bounds) if b is not None]
 
     attributes = _attributes(assertion, idp)
     if idp.name_id_as_sub:
@@ -458,7 +516,45 @@ def _read_assertion(
         issuer=idp.entity_id,
         expires_at=math.ceil(max(bounds)) + settings.clock_skew,
         attributes=attributes,
+        # saml-core 2.5.1.5: OneTimeUse "indicates that the assertion SHOULD be used immediately
+        # by the relying party and MUST NOT be retained for future use".
+        one_time=conditions[0].find("saml:OneTimeUse", _NS) is not None,
     )
+
+
+def _check_subject_confirmation(
+    assertion: etree._Element, now: int, skew: int
+) -> list[float | None]:
+    """Check that a bearer SubjectConfirmation holds; return every bearer NotOnOrAfter (or None).
+
+    The client pushing the assertion proves nothing about the subject, so only bearer confirmations
+    can be satisfied here: holder-of-key and sender-vouches need a proof this server never sees.
+    An assertion without any SubjectConfirmation is accepted on its Conditions alone.
+    """
+    confirmations = assertion.findall("saml:Subject/saml:SubjectConfirmation", _NS)
+    bearers = [c for c in confirmations if c.get("Method") == BEARER]
+    if confirmations and not bearers:
+        raise _refuse(
+            "no bearer SubjectConfirmation (holder-of-key and sender-vouches are not supported)"
+        )
+    bounds: list[float | None] = []
+    refusals: list[ClaimsError] = []
+    for bearer in bearers:
+        data = bearer.find("saml:SubjectConfirmationData", _NS)
+        if data is None:
+            bounds.append(None)
+            continue
+        # One that does not hold now may hold later: every bound counts for expires_at.
+        bounds.append(_instant(data, "NotOnOrAfter"))
+        try:
+            _check_window(data, "bearer SubjectConfirmationData", now, skew)
+        except ClaimsError as refused:
+            refusals.append(refused)
+    # saml-core 2.4.1: "If more than one subject confirmation is provided, then satisfying any one
+    # of them is sufficient to confirm the subject for the purpose of applying the assertion."
+    if bearers and len(refusals) == len(bearers):
+        raise refusals[0]
+    return bounds
 
 
 def _check_audience(conditions: etree._Element, audience: str) -> None:
@@ -470,7 +566,8 @@ def _check_audience(conditions: etree._Element, audience: str) -> None:
             # saml-core 2.5.1: a condition the relying party does not understand makes the
             # assertion's validity Indeterminate.
             raise _refuse(
-                f"the assertion has a condition this server does not understand ({condition.tag})"
+                "the assertion has a condition this server does not understand "
+                f"({_quoted(condition.tag)})"
             )
     if not restrictions:
         raise _refuse("the assertion has no AudienceRestriction")

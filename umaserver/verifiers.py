@@ -46,7 +46,14 @@ class ConfiguredVerifiers:
         )
         return VerifiedClaims(
             tuple(assertion_claims(verified, client_id, now)),
-            (Assertion(verified.issuer, verified.assertion_id, verified.expires_at),),
+            (
+                Assertion(
+                    verified.issuer,
+                    verified.assertion_id,
+                    verified.expires_at,
+                    one_time=verified.one_time,
+                ),
+            ),
         )
 
     def oidc(self, value: Mapping[str, Any], client_id: str, now: int) -> VerifiedClaims:
