@@ -85,7 +85,8 @@ CREATE TABLE IF NOT EXISTS permissions (
 CREATE INDEX IF NOT EXISTS permissions_by_resource_set ON permissions (resource_set_id);
 
 -- Claims gathered for one ticket about one requesting party, with their provenance. Never reused
--- for another ticket or party. A re-push of the same type, name and issuer replaces the value.
+-- for another ticket or party. A re-push of the same type and name replaces the value, whoever
+-- vouches for it now: an earlier value never keeps counting beside a newer one.
 CREATE TABLE IF NOT EXISTS gathered_claims (
     ticket_digest    TEXT NOT NULL REFERENCES tickets (digest) ON DELETE CASCADE,
     requesting_party TEXT NOT NULL,
@@ -95,7 +96,7 @@ CREATE TABLE IF NOT EXISTS gathered_claims (
     value            TEXT NOT NULL,                -- JSON
     client_id        TEXT NOT NULL,
     gathered_at      INTEGER NOT NULL,
-    PRIMARY KEY (ticket_digest, requesting_party, type, name, issuer)
+    PRIMARY KEY (ticket_digest, requesting_party, type, name)
 );
 
 -- SAML assertion IDs already accepted, remembered until the assertion expires (replay detection).

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from umaserver import secrets_at_rest
 from umaserver.db import Store
 
 from .conftest import Party, make_party
@@ -259,12 +260,35 @@ def test_a_granted_ticket_cannot_be_used_twice(world: World) -> None:
     assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
 
 
-def test_a_repush_replaces_the_value(world: World) -> None:
-    ticket = world.ticket(["print"])
-    assert_error(world.ask(ticket, [email("bob@elsewhere.org")]), 403, "not_authorized_permission")
+def test_a_repush_on_one_ticket_replaces_the_value(world: World) -> None:
     ticket = world.ticket(["view", "print"])
     assert_error(world.ask(ticket, [email("bob@example.com")]), 403, "need_claims")
-    assert world.ask(ticket, [doctor()]).status_code == 201
+    # The passing address, pushed again with a failing value, no longer counts.
+    denied = world.ask(ticket, [email("bob@elsewhere.org"), doctor()])
+    assert_error(denied, 403, "not_authorized_permission")
+
+
+def test_in_one_request_the_later_claim_of_a_type_and_name_wins(world: World) -> None:
+    ticket = world.ticket(["view", "print"])
+    claims = [email("bob@elsewhere.org"), doctor(), email("bob@example.com")]
+    assert world.ask(ticket, claims).status_code == 201
+
+
+def test_gathered_claims_keep_their_provenance(world: World) -> None:
+    ticket = world.ticket(["view", "print"])
+    before = int(time.time())
+    assert_error(world.ask(ticket, [email()]), 403, "need_claims")
+    bob = world.store.get_user_by_username("bob")
+    assert bob is not None
+    gathered = world.store.gathered_claims(secrets_at_rest.digest(ticket), bob.sub)
+    assert {(c.type, c.name, c.value) for c in gathered} == {
+        (OIDC, "email", "bob@example.com"),
+        (OIDC, "name", "Bob"),
+    }
+    for claim in gathered:
+        # Plain pushed claims: the pushing client vouches for them.
+        assert claim.issuer == world.app.client_id and claim.client_id == world.app.client_id
+        assert before <= claim.gathered_at <= time.time()
 
 
 def test_the_redirect_claim_object_is_ignored(world: World) -> None:

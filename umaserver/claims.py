@@ -96,7 +96,10 @@ def read_claim_objects(
     relationship": a client may push only the claim types it was registered with, and its plain
     claims carry itself as issuer.
     """
-    claims: list[Claim] = []
+    # A later claim of the same type and name replaces an earlier one, as a re-push in a later
+    # request does: within one OIDC value the verified ID token's claims come after the plain
+    # members, so the provider's word wins over the client's for the same name.
+    claims: dict[tuple[str, str], Claim] = {}
     assertions: list[Assertion] = []
     for index, claim_object in enumerate(unverified):
         claim_type = claim_object["type"]
@@ -119,9 +122,11 @@ def read_claim_objects(
                     for name, item in value.items()
                 )
             )
-        claims.extend(verified.claims)
+        for claim in verified.claims:
+            claims.pop((claim.type, claim.name), None)  # keep the order of arrival
+            claims[(claim.type, claim.name)] = claim
         assertions.extend(verified.assertions)
-    return VerifiedClaims(tuple(claims), tuple(assertions))
+    return VerifiedClaims(tuple(claims.values()), tuple(assertions))
 
 
 def suppliable(

@@ -412,9 +412,9 @@ class Store:
             conn.executemany(
                 "INSERT INTO gathered_claims (ticket_digest, requesting_party, type, name, issuer,"
                 " value, client_id, gathered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (ticket_digest, requesting_party, type, name, issuer) DO UPDATE"
-                " SET value = excluded.value, client_id = excluded.client_id,"
-                " gathered_at = excluded.gathered_at",
+                " ON CONFLICT (ticket_digest, requesting_party, type, name) DO UPDATE"
+                " SET value = excluded.value, issuer = excluded.issuer,"
+                " client_id = excluded.client_id, gathered_at = excluded.gathered_at",
                 [
                     (
                         ticket_digest,
