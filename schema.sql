@@ -61,9 +61,12 @@ CREATE TABLE IF NOT EXISTS tickets (
 CREATE INDEX IF NOT EXISTS tickets_by_expiry ON tickets (expires_at);
 
 -- Requesting party tokens. Each belongs to the AAT it was issued under; revoking that AAT
--- revokes them, and a new RPT for the AAT revokes its previous one.
+-- revokes them, and a new RPT for the AAT revokes its previous one. `seed` makes the token again
+-- only together with a key derived from the configured secret_key (never stored), so that the
+-- authorization request can hand an AAT its live RPT back; the seed alone reveals nothing.
 CREATE TABLE IF NOT EXISTS rpts (
     digest           TEXT PRIMARY KEY,
+    seed             TEXT NOT NULL,
     aat_digest       TEXT NOT NULL REFERENCES access_tokens (digest) ON DELETE CASCADE,
     client_id        TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
     requesting_party TEXT NOT NULL,

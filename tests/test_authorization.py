@@ -384,19 +384,75 @@ def test_permission_goes_to_the_rpt_sent_and_repeat_grants_merge(world: World) -
     assert sorted(permission["scopes"]) == ["print", "view"]
 
 
-def test_an_rpt_not_of_this_aat_is_replaced_carrying_the_live_permissions(world: World) -> None:
+@pytest.mark.parametrize("sent", ["another AAT's", "revoked", "unknown"])
+def test_an_rpt_not_live_and_of_this_aat_gets_the_aats_live_rpt_back(
+    world: World, sent: str
+) -> None:
     mine = world.new_rpt()
-    assert world.ask(world.ticket(["view"]), [doctor()], rpt=mine).status_code == 201
-    carol = make_party(world.store, "carol", "uma_authorization", push_types=(EMPLOYEE,))
-    theirs = world.new_rpt(carol)
-    answer = world.ask(world.ticket(["print"]), [email()], rpt=theirs)
+    assert world.ask(world.ticket(["view"]), [doctor()], rpt=mine).json == {"rpt": mine}
+    if sent == "another AAT's":
+        carol = make_party(world.store, "carol", "uma_authorization", push_types=(EMPLOYEE,))
+        other = world.new_rpt(carol)
+    elif sent == "revoked":
+        other = mine
+        world.store.conn.execute("UPDATE rpts SET revoked = 1")  # as an older RPT of this AAT
+        mine = world.new_rpt()
+    else:
+        other = "uma_rpt_never-issued"
+    answer = world.ask(world.ticket(["print"]), [email()], rpt=other)
     assert answer.status_code == 201
+    # The AAT's live RPT, which the client may be using, gets the permission and stays live.
+    assert answer.json == {"rpt": mine}
+    permission = world.introspect(mine)["permissions"][0]
+    assert set(permission["scopes"]) >= {"print"}
+    if sent == "another AAT's":
+        assert world.introspect(other)["permissions"] == []  # carol's RPT is untouched
+
+
+def test_without_a_live_rpt_a_new_one_is_made(world: World) -> None:
+    answer = world.ask(world.ticket(["view"]), [doctor()], rpt="none-yet")
+    assert answer.status_code == 201
+    rpt = answer.json["rpt"]
+    assert rpt.startswith("uma_rpt_")
+    assert [p["scopes"] for p in world.introspect(rpt)["permissions"]] == [["view"]]
+
+
+def test_an_rpt_that_cannot_be_made_again_is_replaced_carrying_its_permissions(
+    world: World,
+) -> None:
+    mine = world.new_rpt()
+    world.ask(world.ticket(["view"]), [doctor()], rpt=mine)
+    # As after a change of secret_key: the stored seed no longer makes the stored token.
+    world.store.conn.execute("UPDATE rpts SET seed = 'made-under-another-key'")
+    answer = world.ask(world.ticket(["print"]), [email()], rpt="none")
     fresh = answer.json["rpt"]
-    assert fresh not in (mine, theirs)
+    assert fresh != mine
     (permission,) = world.introspect(fresh)["permissions"]
     assert sorted(permission["scopes"]) == ["print", "view"]
     assert world.introspect(mine) == {"active": False}
-    assert world.introspect(theirs)["active"] is True  # carol's RPT is untouched
+
+
+def test_rpts_and_tickets_a_day_past_expiry_are_forgotten(world: World) -> None:
+    old_rpt = world.new_rpt()
+    world.ask(world.ticket(), [doctor()], rpt=old_rpt)
+    old_ticket = world.ticket()
+    recent_ticket = world.ticket()
+    now = int(time.time())
+    world.store.conn.execute("UPDATE rpts SET expires_at = ?", (now - 86400 - 1,))
+    world.store.conn.execute(
+        "UPDATE tickets SET expires_at = ? WHERE digest = ?",
+        (now - 86400 - 1, secrets_at_rest.digest(old_ticket)),
+    )
+    world.store.conn.execute(
+        "UPDATE tickets SET expires_at = ? WHERE digest = ?",
+        (now - 60, secrets_at_rest.digest(recent_ticket)),
+    )
+    world.new_rpt()
+    world.ticket()
+    assert world.store.get_rpt(old_rpt) is None
+    assert world.store.conn.execute("SELECT COUNT(*) FROM permissions").fetchone()[0] == 0
+    assert_error(world.ask(old_ticket, [doctor()]), 400, "invalid_ticket")
+    assert_error(world.ask(recent_ticket, [doctor()]), 400, "expired_ticket")
 
 
 def test_deleting_a_set_ends_its_permissions(world: World) -> None:

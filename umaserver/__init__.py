@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from flask import Flask
 
@@ -22,6 +22,7 @@ from . import (
     permissions,
     resource_sets,
     rpt,
+    secrets_at_rest,
 )
 from .config import Config, load_config
 from .policy_store import PolicyStore
@@ -32,10 +33,12 @@ __all__ = ["create_app"]
 
 @dataclass(frozen=True)
 class Services:
-    """What the blueprints share beyond the database: the owners' rules and the claim verifiers."""
+    """What the blueprints share beyond the database: the owners' rules, the claim verifiers, and
+    the key that makes RPTs from their seeds."""
 
     policies: PolicyStore
     verifiers: ConfiguredVerifiers
+    rpt_key: bytes = field(repr=False)
 
 
 def create_app(config: Config | None = None) -> Flask:
@@ -55,7 +58,11 @@ def create_app(config: Config | None = None) -> Flask:
     logging.getLogger("umaserver").setLevel(logging.INFO)
 
     verifiers = ConfiguredVerifiers(config)
-    app.extensions["uma"] = Services(PolicyStore(config.policies), verifiers)
+    app.extensions["uma"] = Services(
+        PolicyStore(config.policies),
+        verifiers,
+        secrets_at_rest.reissue_key(config.secret_key, "rpt"),
+    )
     verifiers.start()
     # The key-fetching thread ends with the app (tests build many apps in one process).
     weakref.finalize(app, verifiers.stop)

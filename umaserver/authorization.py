@@ -36,6 +36,7 @@ def authorization_request() -> Response:
         unverified_ticket=body["ticket"],
         claim_objects=body.get("claims", []),
         lifetimes=current_app.config["UMA"].lifetimes,
+        rpt_key=uma.rpt_key,
     )
     decision = result.decision
     if result.rpt is not None:

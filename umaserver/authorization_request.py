@@ -14,9 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from . import secrets_at_rest
 from .claims import ClaimsError, ClaimsUnavailable, Verifiers, read_claim_objects, suppliable
 from .config import Lifetimes
-from .db import AccessToken, Client, Store, Ticket
+from .db import AccessToken, Client, Rpt, Store, Ticket
 from .errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
 from .policy import Decision, ResourceSetRef, RuleSet, decide
 
@@ -60,6 +61,7 @@ def request_authorization(
     unverified_ticket: str,
     claim_objects: list[dict[str, Any]],
     lifetimes: Lifetimes,
+    rpt_key: bytes,
 ) -> AuthorizationResult:
     now = int(time.time())
     _open_ticket(store, unverified_ticket, now)
@@ -108,7 +110,7 @@ def request_authorization(
         result = AuthorizationResult(decision)
         if decision.outcome == "grant":
             store.close_ticket(ticket.digest, "granted")
-            rpt = _add_permission(store, aat, unverified_rpt, ticket, lifetimes)
+            rpt = _add_permission(store, aat, unverified_rpt, ticket, lifetimes, rpt_key)
             result = AuthorizationResult(decision, rpt=rpt)
         elif decision.outcome == "deny":
             store.close_ticket(ticket.digest, "finished")
@@ -129,20 +131,40 @@ def request_authorization(
     return result
 
 
+def issue_rpt(store: Store, aat: AccessToken, rpt_key: bytes, lifetime: int) -> tuple[str, Rpt]:
+    """A fresh RPT for the AAT (its previous ones are revoked): the token and its record."""
+    rpt, seed = secrets_at_rest.new_reissuable_token(secrets_at_rest.RPT_PREFIX, rpt_key)
+    return rpt, store.create_rpt(aat, rpt, seed, lifetime)
+
+
 def _add_permission(
-    store: Store, aat: AccessToken, unverified_rpt: str, ticket: Ticket, lifetimes: Lifetimes
+    store: Store,
+    aat: AccessToken,
+    unverified_rpt: str,
+    ticket: Ticket,
+    lifetimes: Lifetimes,
+    rpt_key: bytes,
 ) -> str:
-    """Adds the permission to the RPT sent when it is live and this AAT's; else to the AAT's live
-    RPT. Only digests are stored, so that one comes back as a fresh RPT carrying its permissions
-    (and the old one is revoked)."""
+    """Adds the permission to the RPT sent when it is live and this AAT's, else to the AAT's live
+    RPT (made if there is none), and returns that RPT.
+
+    The AAT's live RPT is made again from its seed: the client may be using it, so it must stay
+    live rather than be replaced behind the client's back.
+    """
     now = time.time()
     sent = store.get_rpt(unverified_rpt)
     if sent is not None and sent.is_live(now) and sent.aat_digest == aat.digest:
         store.add_permission(sent, ticket.resource_set_id, ticket.scopes, lifetimes.permission)
         return unverified_rpt
-    previous = store.live_rpt_of(aat.digest)
-    rpt, record = store.create_rpt(aat, lifetimes.rpt)
-    if previous is not None:
-        store.copy_permissions(previous.digest, record)
+    live = store.live_rpt_of(aat.digest)
+    if live is not None:
+        rpt = secrets_at_rest.reissue_token(secrets_at_rest.RPT_PREFIX, rpt_key, live.seed)
+        if secrets_at_rest.matches_digest(rpt, live.digest):
+            store.add_permission(live, ticket.resource_set_id, ticket.scopes, lifetimes.permission)
+            return rpt
+    # No live RPT, or one made under an earlier secret_key: a new one carrying its permissions.
+    rpt, record = issue_rpt(store, aat, rpt_key, lifetimes.rpt)
+    if live is not None:
+        store.copy_permissions(live.digest, record)
     store.add_permission(record, ticket.resource_set_id, ticket.scopes, lifetimes.permission)
     return rpt

@@ -22,7 +22,8 @@ from . import secrets_at_rest
 from .claims import Assertion, Claim
 
 BUSY_TIMEOUT_MS = 10_000
-TICKET_MEMORY = 24 * 3600  # seconds an expired ticket is remembered, to answer expired_ticket
+# Seconds an expired ticket is remembered (to answer expired_ticket), and an expired RPT kept.
+EXPIRED_MEMORY = 24 * 3600
 
 
 SCHEMA = Path(__file__).resolve().parent.parent / "schema.sql"
@@ -99,6 +100,7 @@ class Ticket:
 @dataclass(frozen=True)
 class Rpt:
     digest: str
+    seed: str
     aat_digest: str
     client_id: str
     requesting_party: str
@@ -363,7 +365,7 @@ class Store:
                 ),
             )
             # Expired tickets are kept a day to answer expired_ticket, then forgotten.
-            conn.execute("DELETE FROM tickets WHERE expires_at < ?", (now - TICKET_MEMORY,))
+            conn.execute("DELETE FROM tickets WHERE expires_at < ?", (now - EXPIRED_MEMORY,))
             conn.execute("DELETE FROM seen_assertions WHERE expires_at < ?", (now,))
         return ticket
 
@@ -481,12 +483,13 @@ class Store:
 
     # -- RPTs and their permissions --------------------------------------------------------------
 
-    def create_rpt(self, aat: AccessToken, lifetime: int) -> tuple[str, Rpt]:
-        """A fresh RPT for the AAT; the AAT's previous RPTs are revoked."""
-        rpt = secrets_at_rest.new_token(secrets_at_rest.RPT_PREFIX)
+    def create_rpt(self, aat: AccessToken, rpt: str, seed: str, lifetime: int) -> Rpt:
+        """Stores a fresh RPT for the AAT and revokes the AAT's previous ones. RPTs a day past
+        their expiry are forgotten, with their permissions."""
         now = int(time.time())
         record = Rpt(
             digest=secrets_at_rest.digest(rpt),
+            seed=seed,
             aat_digest=aat.digest,
             client_id=aat.client_id,
             requesting_party=aat.owner,
@@ -499,10 +502,11 @@ class Store:
                 "UPDATE rpts SET revoked = 1 WHERE aat_digest = ? AND revoked = 0", (aat.digest,)
             )
             conn.execute(
-                "INSERT INTO rpts (digest, aat_digest, client_id, requesting_party, issued_at,"
-                " expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO rpts (digest, seed, aat_digest, client_id, requesting_party,"
+                " issued_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.digest,
+                    record.seed,
                     record.aat_digest,
                     record.client_id,
                     record.requesting_party,
@@ -510,7 +514,8 @@ class Store:
                     record.expires_at,
                 ),
             )
-        return rpt, record
+            conn.execute("DELETE FROM rpts WHERE expires_at < ?", (now - EXPIRED_MEMORY,))
+        return record
 
     def get_rpt(self, rpt: str) -> Rpt | None:
         return self._rpt_where("digest = ?", (secrets_at_rest.digest(rpt),))
@@ -530,6 +535,7 @@ class Store:
             return None
         return Rpt(
             digest=row["digest"],
+            seed=row["seed"],
             aat_digest=row["aat_digest"],
             client_id=row["client_id"],
             requesting_party=row["requesting_party"],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify
 
+from .authorization_request import issue_rpt
 from .bearer import AUTHORIZATION_SCOPE, authenticate
 from .db import get_store
 
@@ -14,9 +15,14 @@ bp = Blueprint("rpt", __name__)
 
 
 @bp.post("/rpt")
-def issue_rpt() -> Response:
+def rpt_endpoint() -> Response:
     aat = authenticate(AUTHORIZATION_SCOPE)
-    rpt, _ = get_store().create_rpt(aat, current_app.config["UMA"].lifetimes.rpt)
+    rpt, _ = issue_rpt(
+        get_store(),
+        aat,
+        current_app.extensions["uma"].rpt_key,
+        current_app.config["UMA"].lifetimes.rpt,
+    )
     response = jsonify({"rpt": rpt})
     response.status_code = 201
     response.headers["Cache-Control"] = "no-store"

@@ -3,6 +3,7 @@ passwords hashed with scrypt. Comparisons are constant-time."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import secrets
@@ -23,6 +24,27 @@ def new_token(prefix: str) -> str:
 def new_id(prefix: str = "") -> str:
     """An opaque, random identifier (never a counter)."""
     return prefix + secrets.token_urlsafe(16)
+
+
+def reissue_key(secret_key: str, purpose: str) -> bytes:
+    """The key that makes the tokens of one purpose ("rpt") from their seeds; from `secret_key`."""
+    return hmac.new(
+        secret_key.encode("utf-8"), f"umaserver {purpose} v1".encode(), hashlib.sha256
+    ).digest()
+
+
+def new_reissuable_token(prefix: str, key: bytes) -> tuple[str, str]:
+    """A token and its seed. The store keeps the token's digest and the seed, which is useless
+    without `key`, so the server can hand a live token back (an AAT's RPT) that it never stored."""
+    seed = secrets.token_urlsafe(32)
+    return reissue_token(prefix, key, seed), seed
+
+
+def reissue_token(prefix: str, key: bytes, seed: str) -> str:
+    """The token made from `seed`; check it against the stored digest (a changed secret_key
+    makes other tokens)."""
+    mac = hmac.new(key, seed.encode("utf-8"), hashlib.sha256).digest()
+    return prefix + base64.urlsafe_b64encode(mac).rstrip(b"=").decode("ascii")
 
 
 def digest(token: str) -> str:
