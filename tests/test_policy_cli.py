@@ -258,3 +258,14 @@ def test_explain_a_type_the_client_may_not_push(
     result = explain(cli, tmp_path, photos, pushed, "--client", client.client_id)
     assert result.exit_code == 1
     assert "may not push claims of type 'urn:example:other'" in result.stderr
+
+
+def test_explain_without_a_client_supposes_one_that_may_push_anything(
+    cli: CLI, tmp_path: Path, photos: str
+) -> None:
+    # As the server would answer a client registered for the rule's claim type: need_claims.
+    answer = json.loads(explain(cli, tmp_path, photos, []).stdout)
+    assert answer["decision"] == "need_claims"
+    assert answer["need_claims"] == [
+        {"type": EMPLOYEE, "name": "role", "value": "Your role at the hospital"}
+    ]

@@ -6,6 +6,7 @@ Successful commands print JSON on stdout; errors go to stderr as plain sentences
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
@@ -18,10 +19,10 @@ from flask import Flask
 
 from . import create_app, secrets_at_rest
 from .bearer import SCOPE_ALIASES
-from .claims import ClaimsError, read_claim_objects, suppliable
+from .claims import OIDC_TYPE, ClaimsError, read_claim_objects, suppliable
 from .config import Config, ConfigError, load_config
 from .db import Store
-from .policy import PolicyError, ResourceSetRef, decide, load_rules
+from .policy import PolicyError, ResourceSetRef, RuleSet, decide, load_rules
 from .verifiers import ConfiguredVerifiers
 
 
@@ -278,7 +279,9 @@ def policy_check(ctx: click.Context, file: str | None) -> None:
     """Validate a rule file (default: `policies` of the config), naming every error."""
     path = Path(file) if file is not None else _config(ctx).policies
     if not path.exists():
-        fail(f"There is no rule file {path}.")
+        fail(
+            f"There is no rule file {path} (a server would run with no rules: nothing accessible)."
+        )
     try:
         rules = load_rules(path)
     except PolicyError as error:
@@ -302,7 +305,10 @@ def policy_check(ctx: click.Context, file: str | None) -> None:
 @click.option(
     "--client",
     "client_id",
-    help="The pushing client: its claim types and its id as issuer (default: any type, issuer '-').",
+    help=(
+        "The pushing client: its claim types, and its id as issuer of plain claims (default: a"
+        " client that may push every type, with every issuer the rules name vouching)."
+    ),
 )
 @click.pass_context
 def policy_explain(
@@ -330,20 +336,21 @@ def policy_explain(
         fail(
             "The claims file must be a JSON array of objects with a string type and an object value."
         )
-    if client_id is not None:
-        found = store.get_client(client_id)
-        if found is None:
-            fail(f"There is no client {client_id!r}.")
-        push_types: tuple[str, ...] = found.push_claim_types
-    else:
-        client_id = "-"
-        push_types = tuple(dict.fromkeys(o["type"] for o in objects))
     try:
         rules = load_rules(config.policies)
     except PolicyError as error:
         fail(f"The rule file {config.policies} is broken:\n{error}")
     verifiers = ConfiguredVerifiers(config)
     verifiers.key_sets.refresh_now()
+    if client_id is not None:
+        found = store.get_client(client_id)
+        if found is None:
+            fail(f"There is no client {client_id!r}.")
+        push_types: tuple[str, ...] = found.push_claim_types
+        can_supply = suppliable(client_id, push_types, verifiers)
+    else:
+        client_id = "-"
+        push_types, can_supply = _any_client(rules, owner, objects, verifiers)
     now = int(time.time())
     try:
         pushed = read_claim_objects(objects, client_id, push_types, verifiers, now)
@@ -356,6 +363,27 @@ def policy_explain(
         resource_set=ResourceSetRef(resource_set.id, description["name"], description.get("type")),
         scopes=list(scopes),
         claims=list(pushed.claims),
-        can_supply=suppliable(client_id, push_types, verifiers),
+        can_supply=can_supply,
     )
     emit(decision.as_dict())
+
+
+def _any_client(
+    rules: RuleSet, owner: str, objects: list[dict[str, Any]], verifiers: ConfiguredVerifiers
+) -> tuple[tuple[str, ...], frozenset[tuple[str, str]]]:
+    """What a client that may push anything could supply: every claim type the claims file and
+    the owner's rules name, vouched for by itself ('-') and by every issuer the rules accept."""
+    conditions = [c for rule in rules.rules_for(owner) for c in rule.conditions]
+    types = tuple(
+        dict.fromkeys(
+            [
+                OIDC_TYPE,
+                *(o["type"] for o in objects),
+                *(t for c in conditions for t in c.types or ()),
+            ]
+        )
+    )
+    pairs = set(suppliable("-", types, verifiers))
+    for condition in conditions:
+        pairs.update(itertools.product(condition.types or types, condition.issuers or ("-",)))
+    return types, frozenset(pairs)
