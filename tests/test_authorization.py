@@ -488,8 +488,13 @@ def test_introspection_of_pats_and_aats_only_for_their_own_client(world: World) 
 def test_introspection_errors(world: World, data: dict[str, Any], fragment: str) -> None:
     response = world.http.post("/introspect", data=data, headers=world.rs.auth)
     assert fragment in assert_error(response, 400, "invalid_request")["error_description"]
-    response = world.http.get("/introspect", headers=world.rs.auth)
-    assert response.status_code == 405 and response.json["error"] == "unsupported_method_type"
+
+
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_introspection_is_post_only(world: World, method: str) -> None:
+    response = world.http.open("/introspect", method=method, headers=world.rs.auth)
+    assert_error(response, 405, "unsupported_method_type")
+    assert "POST" in response.headers["Allow"]
 
 
 def test_decisions_are_logged_without_claim_values_or_tokens(

@@ -92,6 +92,7 @@ def test_delete_answers_204_without_body_then_the_set_is_gone(http: FlaskClient,
     response = http.delete(f"{COLLECTION}/{rs_id}", headers=rs.auth)
     assert response.status_code == 204
     assert response.get_data() == b""
+    assert "Content-Type" not in response.headers
     assert_error(http.get(f"{COLLECTION}/{rs_id}", headers=rs.auth), 404, "not_found")
     assert_error(http.delete(f"{COLLECTION}/{rs_id}", headers=rs.auth), 404, "not_found")
     assert http.get(COLLECTION, headers=rs.auth).json == []

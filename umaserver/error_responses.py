@@ -25,7 +25,8 @@ def error_response(
     extra: Mapping[str, Any] | None = None,
 ) -> Response:
     body = {"error": error, "error_description": description, **(extra or {})}
-    response = Response(json.dumps(body), status=status, mimetype="application/json")
+    # A final newline, as Flask's jsonify writes, so that errors read well in a terminal too.
+    response = Response(json.dumps(body) + "\n", status=status, mimetype="application/json")
     response.headers["Cache-Control"] = "no-store"
     response.headers["Pragma"] = "no-cache"
     for name, value in (headers or {}).items():

@@ -73,7 +73,9 @@ def item(rs_id: str) -> Response:
     if request.method == "DELETE":
         if not store.delete_resource_set(rs_id, pat.owner, pat.client_id):
             raise _not_found()
-        return Response(status=204)
+        deleted = Response(status=204)
+        del deleted.headers["Content-Type"]  # no content, so no type of content
+        return deleted
     existing = store.get_resource_set(rs_id, pat.owner, pat.client_id)
     if existing is None:
         raise _not_found()
