@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,8 @@ import pytest
 from umaserver.config import ConfigError, load_config
 
 from .conftest import ROOT, SECRET
+from .oidc_fixtures import jwks_of, make_rsa_key
+from .saml_fixtures import make_idp_key
 
 GOOD = f'''issuer = "https://uma.example"
 database = "data/uma.db"
@@ -115,3 +118,110 @@ def test_the_example_is_complete_but_has_no_secret(tmp_path: Path) -> None:
         write(tmp_path, text.replace('secret_key = ""', f'secret_key = "{SECRET}"'))
     )
     assert config.issuer == "http://127.0.0.1:8080"
+
+
+# -- claims, SAML identity providers, OpenID Connect issuers -------------------------------------
+
+OP = '[[oidc_issuers]]\nissuer = "https://op.example"\naudiences = ["app"]\n'
+IDP = '[[saml_idps]]\nentity_id = "https://idp.example"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '[claims]\nclock_skew = -1\nsaml_allow_sha1 = "no"\ncolour = 1\n',
+            [
+                "claims.clock_skew: must not be negative",
+                "claims.saml_allow_sha1: must be true or false, not a string",
+                "claims.colour: unknown key",
+            ],
+        ),
+        ("saml_idps = 3\n", ["saml_idps: must be an array of tables ([[saml_idps]])"]),
+        (IDP, ["saml_idps[0].certificates: missing"]),
+        (IDP + "certificates = []\n", ["saml_idps[0].certificates: must not be empty"]),
+        (
+            IDP + 'certificates = ["absent.pem"]\n',
+            [
+                "saml_idps[0].certificates[0]: cannot read {dir}/absent.pem: No such file or directory"
+            ],
+        ),
+        (
+            IDP + 'certificates = ["idp.pem"]\nattributes = []\nname_id_as_sub = "yes"\n',
+            [
+                "saml_idps[0].attributes: must not be empty",
+                "saml_idps[0].name_id_as_sub: must be true or false, not a string",
+            ],
+        ),
+        (
+            IDP + 'certificates = ["idp.pem"]\n' + IDP + 'certificates = ["idp.pem"]\n',
+            ["saml_idps: the entity_id 'https://idp.example' is listed twice"],
+        ),
+        (OP, ["oidc_issuers[0]: give exactly one of jwks_file and jwks_uri"]),
+        (
+            OP + 'jwks_file = "jwks.json"\njwks_uri = "https://op.example/jwks"\n',
+            ["oidc_issuers[0]: give exactly one of jwks_file and jwks_uri"],
+        ),
+        (
+            OP + 'jwks_uri = "http://op.example/jwks"\n',
+            [
+                "oidc_issuers[0]: 'jwks_uri' of OIDC issuer 'https://op.example' must use https;"
+                " plain http is allowed only for loopback hosts (127.0.0.0/8, ::1, localhost)"
+            ],
+        ),
+        (
+            OP + 'jwks_file = "absent.json"\n',
+            [
+                "oidc_issuers[0]: JWKS file '{dir}/absent.json' of OIDC issuer"
+                " 'https://op.example' cannot be read: No such file or directory"
+            ],
+        ),
+        (
+            OP + 'jwks_file = "jwks.json"\nalgorithms = []\ncolour = 1\n',
+            [
+                "oidc_issuers[0].algorithms: must not be empty",
+                "oidc_issuers[0].colour: unknown key",
+            ],
+        ),
+        (
+            OP + 'jwks_file = "jwks.json"\nalgorithms = ["HS256"]\n',
+            [
+                "oidc_issuers[0]: algorithm 'HS256' of OIDC issuer 'https://op.example' is not"
+                " allowed for ID tokens; use asymmetric ones: ES256, ES384, ES512, Ed25519,"
+                " EdDSA, PS256, PS384, PS512, RS256, RS384, RS512"
+            ],
+        ),
+        (
+            OP + 'jwks_file = "jwks.json"\n' + OP + 'jwks_file = "jwks.json"\n',
+            ["oidc_issuers: the issuer 'https://op.example' is listed twice"],
+        ),
+    ],
+)
+def test_claim_sources_are_checked_with_everything_else(
+    tmp_path: Path, text: str, expected: list[str]
+) -> None:
+    (tmp_path / "idp.pem").write_text(make_idp_key().certificate_pem, encoding="utf-8")
+    (tmp_path / "jwks.json").write_text(json.dumps(jwks_of([make_rsa_key("k")])))
+    lines = [line.replace("{dir}", str(tmp_path)) for line in expected]
+    # Reported together with an error elsewhere in the file: every error at once.
+    assert errors_of(tmp_path, GOOD + "colour = 1\n" + text) == [*lines, "colour: unknown key"]
+
+
+def test_the_examples_of_claim_sources_work_once_uncommented(tmp_path: Path) -> None:
+    text = (ROOT / "config.example.toml").read_text(encoding="utf-8")
+    text = text.replace('secret_key = ""', f'secret_key = "{SECRET}"')
+    # Uncomment the example tables: lines "# [[...]]", "# key = value" below them.
+    start = text.index("# [[saml_idps]]")
+    head, examples = text[:start], text[start:]
+    uncommented = "\n".join(
+        line[2:] if line.startswith("# ") and ("=" in line or line.startswith("# [[")) else line
+        for line in examples.splitlines()
+    )
+    (tmp_path / "idp-signing.pem").write_text(make_idp_key().certificate_pem, encoding="utf-8")
+    config = load_config(write(tmp_path, head + uncommented + "\n"))
+    (idp,) = config.saml_idps
+    assert idp.entity_id == "https://idp.example.com/saml"
+    assert idp.attributes == ("mail", "eduPersonAffiliation")
+    (issuer,) = config.oidc_issuers
+    assert issuer.jwks_uri == "https://accounts.example.com/.well-known/jwks.json"
+    assert issuer.algorithms == ("RS256", "ES256")

@@ -517,15 +517,15 @@ def test_same_issuer_twice_is_refused() -> None:
         ('{"keys": [{"kty": "RSA", "n": "AQAB"}]}', "no usable public signature key"),
     ],
 )
-def test_broken_jwks_file_stops_the_server_from_starting(
+def test_broken_jwks_file_is_a_configuration_error(
     tmp_path: Path, content: str | None, message: str
 ) -> None:
     path = tmp_path / "jwks.json"
     if content is not None:
         path.write_text(content)
-    issuer = OidcIssuer(IDP_A, (AUD,), jwks_file=path)
+    # Read with the configuration, so it is reported with the configuration's other errors.
     with pytest.raises(ValueError, match=message) as refused:
-        KeySets([issuer])
+        OidcIssuer(IDP_A, (AUD,), jwks_file=path)
     assert str(path) in str(refused.value)
     assert IDP_A in str(refused.value)
 

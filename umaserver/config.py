@@ -122,7 +122,7 @@ class _Reader:
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             self.errors.append(f"{name}: must be an array of non-empty strings")
             return ()
-        if required and not value:
+        if not value:  # leave the key out for the default; an empty list says nothing clear
             self.errors.append(f"{name}: must not be empty")
         return tuple(value)
 
@@ -230,7 +230,7 @@ def _saml_idp(reader: _Reader, base: Path) -> SamlIdp | None:
     attributes = reader.strings("attributes")
     name_id_as_sub = reader.take("name_id_as_sub", bool, True)
     reader.finish()
-    if not entity_id or not all(pems):
+    if not entity_id or not pems or not all(pems):
         return None
     try:
         return SamlIdp(entity_id, pems, attributes, name_id_as_sub)

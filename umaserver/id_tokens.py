@@ -24,7 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -112,6 +112,9 @@ class OidcIssuer:
     jwks_file: Path | None = None
     jwks_uri: str | None = None
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
+    # The keys of `jwks_file`, read when the configuration is, so that a missing or broken file
+    # is reported with every other configuration error.
+    file_keys: KeySet | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.issuer, str) or not self.issuer:
@@ -140,6 +143,9 @@ class OidcIssuer:
             raise ValueError(f"OIDC issuer {name} needs exactly one of 'jwks_file' or 'jwks_uri'")
         if self.jwks_file is not None:
             object.__setattr__(self, "jwks_file", Path(self.jwks_file))
+            object.__setattr__(
+                self, "file_keys", _load_jwks_file(Path(self.jwks_file), self.issuer)
+            )
         if self.jwks_uri is not None:
             parts = urlsplit(self.jwks_uri)
             if parts.scheme not in ("https", "http") or not parts.hostname:
@@ -196,8 +202,8 @@ class KeySets:
         for entry in issuers:
             if entry.issuer in self._key_sets or entry.issuer in self._uris:
                 raise ValueError(f"OIDC issuer {entry.issuer!r} is configured twice")
-            if entry.jwks_file is not None:
-                self._key_sets[entry.issuer] = _load_jwks_file(entry.jwks_file, entry.issuer)
+            if entry.file_keys is not None:
+                self._key_sets[entry.issuer] = entry.file_keys
             elif entry.jwks_uri is not None:
                 self._uris[entry.issuer] = entry.jwks_uri
                 self._due[entry.issuer] = 0.0
