@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import socket
 from pathlib import Path
 
 import pytest
@@ -137,3 +139,18 @@ def test_config_flag_wins_over_environment(
 ) -> None:
     monkeypatch.setenv("UMASERVER_CONFIG", str(tmp_path / "does-not-exist.toml"))
     assert json.loads(cli("init").stdout)["status"] == "ready"
+
+
+def test_serve_on_a_port_in_use_says_so_in_a_sentence(
+    cli: CLI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `serve` sets up logging for its process; this one is pytest's, so put it back afterwards.
+    monkeypatch.setattr(logging.root, "handlers", list(logging.root.handlers))
+    monkeypatch.setattr(logging.root, "level", logging.root.level)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = cli("serve", "--host", "127.0.0.1", "--port", str(port))
+    assert result.exit_code == 1
+    assert result.stderr.strip() == f"Cannot listen on 127.0.0.1:{port}: Address already in use."

@@ -101,12 +101,12 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
     store.initialise()
     store.close()
     app = _app(config)
-    server = make_server(
-        app,
-        host or config.server.host,
-        config.server.port if port is None else port,
-        threads or config.server.threads,
-    )
+    host = host or config.server.host
+    port = config.server.port if port is None else port
+    try:
+        server = make_server(app, host, port, threads or config.server.threads)
+    except OSError as error:  # the port is taken, the address is not this machine's, ...
+        fail(f"Cannot listen on {host}:{port}: {error.strerror or error}.")
     click.echo(
         json.dumps(
             {
