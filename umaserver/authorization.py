@@ -42,7 +42,7 @@ def authorization_request() -> Response:
     if result.rpt is not None:
         # The spec's success answer: 201, Content-Type application/json;charset=UTF-8.
         return Response(
-            json.dumps({"rpt": result.rpt}),
+            json.dumps({"rpt": result.rpt}) + "\n",
             status=201,
             content_type="application/json;charset=UTF-8",
             headers={"Cache-Control": "no-store", "Pragma": "no-cache"},
