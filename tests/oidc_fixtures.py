@@ -96,6 +96,7 @@ class JwksServer:
         self._drip = 0.0
         self._content_length = True
         self._gzip = False
+        self._encoding: str | None = None
         self.hits = 0
         if jwks is not None:
             self.serve(jwks)
@@ -108,6 +109,7 @@ class JwksServer:
                     status, body = server._status, server._body
                     delay, drip = server._delay, server._drip
                     content_length, compressed = server._content_length, server._gzip
+                    encoding = server._encoding
                 if delay:
                     time.sleep(delay)
                 self.send_response(status)
@@ -116,6 +118,8 @@ class JwksServer:
                     # Whatever the client asked for, as some servers do.
                     body = gzip.compress(body)
                     self.send_header("Content-Encoding", "gzip")
+                elif encoding is not None:  # a body already encoded, sent as it is
+                    self.send_header("Content-Encoding", encoding)
                 if content_length:
                     self.send_header("Content-Length", str(len(body)))
                 else:
@@ -149,10 +153,12 @@ class JwksServer:
         drip: float = 0.0,
         content_length: bool = True,
         gzipped: bool = False,
+        content_encoding: str | None = None,
     ) -> None:
         """Answer with this JWK set (or raw `body`), status, delay before answering, one byte of
         the body every `drip` seconds, with or without a Content-Length header (without it the
-        body ends when the connection closes), and gzip-compressed or not."""
+        body ends when the connection closes), gzip-compressed or not, or `body` sent as it is
+        under `content_encoding`."""
         with self._lock:
             self._status = status
             self._body = body if body is not None else json.dumps(jwks).encode()
@@ -160,6 +166,7 @@ class JwksServer:
             self._drip = drip
             self._content_length = content_length
             self._gzip = gzipped
+            self._encoding = content_encoding
 
     def __enter__(self) -> JwksServer:
         self._thread.start()

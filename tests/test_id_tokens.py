@@ -6,9 +6,11 @@ import hashlib
 import hmac
 import json
 import logging
+import struct
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -766,19 +768,63 @@ def test_gzipped_jwks_is_read(keys: Keys, jwks_server: JwksServer) -> None:
     assert kids(key_sets) == ["a-rsa"]
 
 
+@pytest.mark.parametrize("gzipped", [False, True])
 @pytest.mark.parametrize("content_length", [True, False])
 def test_fetch_of_a_dripping_body_gives_up_at_the_timeout(
-    keys: Keys, jwks_server: JwksServer, caplog: pytest.LogCaptureFixture, content_length: bool
+    keys: Keys,
+    jwks_server: JwksServer,
+    caplog: pytest.LogCaptureFixture,
+    content_length: bool,
+    gzipped: bool,
 ) -> None:
-    # About 450 bytes, one every 50 ms: some 20 s in all, though each read waits far less
-    # than the timeout.
-    jwks_server.serve(jwks_of([keys.rsa_a]), drip=0.05, content_length=content_length)
+    # Some 400 bytes, one every 50 ms: about 20 s in all, though each read waits far less than
+    # the timeout. Gzipped, a decoder that waits for output would read on past the deadline.
+    jwks_server.serve(
+        jwks_of([keys.rsa_a]), drip=0.05, content_length=content_length, gzipped=gzipped
+    )
     key_sets = KeySets([uri_issuer(jwks_server)], fetch_timeout=0.5)
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="umaserver.id_tokens"):
         key_sets.refresh_now()
-    assert time.monotonic() - started < 1.0
+    # Far below the ~20 s the whole body takes; loose enough for a busy machine.
+    assert time.monotonic() - started < 5.0
     assert "the body took longer than 0.5 s" in caplog.text
+    assert key_sets.key_set(IDP_A) is None
+
+
+def empty_blocks_then(data: bytes, blocks: int) -> bytes:
+    """A gzip stream of `blocks` empty deflate blocks before `data`: bytes that decode to nothing,
+    so a reader waiting for decoded output reads on and on."""
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03"
+    empty_stored_block = b"\x00\x00\x00\xff\xff"  # not final, stored, length 0
+    deflate = zlib.compressobj(wbits=-15)
+    trailer = struct.pack("<II", zlib.crc32(data), len(data))
+    return header + empty_stored_block * blocks + deflate.compress(data) + deflate.flush() + trailer
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "x-gzip"])
+def test_fetch_of_compressed_nothing_gives_up_at_the_timeout(
+    keys: Keys, jwks_server: JwksServer, caplog: pytest.LogCaptureFixture, encoding: str
+) -> None:
+    body = empty_blocks_then(json.dumps(jwks_of([keys.rsa_a])).encode(), blocks=500)
+    jwks_server.serve(body=body, content_encoding=encoding, drip=0.01)  # ~25 s of nothing
+    key_sets = KeySets([uri_issuer(jwks_server)], fetch_timeout=0.5)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="umaserver.id_tokens"):
+        key_sets.refresh_now()
+    assert time.monotonic() - started < 5.0
+    assert "the body took longer than 0.5 s" in caplog.text
+    assert key_sets.key_set(IDP_A) is None
+
+
+def test_an_unknown_content_encoding_is_refused(
+    keys: Keys, jwks_server: JwksServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    jwks_server.serve(body=json.dumps(jwks_of([keys.rsa_a])).encode(), content_encoding="br")
+    key_sets = KeySets([uri_issuer(jwks_server)])
+    with caplog.at_level(logging.WARNING, logger="umaserver.id_tokens"):
+        key_sets.refresh_now()
+    assert "encoded as 'br'" in caplog.text
     assert key_sets.key_set(IDP_A) is None
 
 

@@ -23,6 +23,7 @@ import math
 import re
 import threading
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -315,7 +316,7 @@ def _fetch(uri: str, timeout: float, max_bytes: int) -> bytes:
     deadline = time.monotonic() + timeout
     headers = {
         "Accept": "application/jwk-set+json, application/json",
-        # Nothing to inflate; a server that compresses anyway is decoded within the size cap.
+        # Nothing to inflate; a server that compresses anyway is inflated here, within the cap.
         "Accept-Encoding": "identity",
     }
     with requests.get(
@@ -326,20 +327,38 @@ def _fetch(uri: str, timeout: float, max_bytes: int) -> bytes:
         length = response.headers.get("Content-Length", "")
         if length.isdigit() and int(length) > max_bytes:
             raise JwksError(f"the body is larger than {max_bytes} bytes")
+        inflate = _inflater(response.headers.get("Content-Encoding", ""))
         body = bytearray()
         while True:
             # `timeout` bounds each socket read only: a server dripping its body would hold the
             # one thread that serves every issuer. read1() returns what one read brought, so the
-            # deadline is checked after each.
+            # deadline is checked after each. Raw bytes: a decoder inside read1 would read on
+            # until it had output, which compressed nothing never gives.
             if time.monotonic() > deadline:
                 raise JwksError(f"the body took longer than {timeout} s")
-            chunk = response.raw.read1(8192, decode_content=True)
+            chunk = response.raw.read1(8192, decode_content=False)
             if not chunk:
+                if inflate is not None and not inflate.eof:
+                    raise JwksError("the compressed body ends early")
                 return bytes(body)
+            if inflate is not None:
+                # At most one byte past the cap is inflated, so a small body cannot inflate huge.
+                chunk = inflate.decompress(chunk, max_bytes + 1 - len(body))
             body += chunk
-            # Counted after decoding, so a compressed body cannot inflate past the cap.
             if len(body) > max_bytes:
                 raise JwksError(f"the body is larger than {max_bytes} bytes")
+
+
+def _inflater(content_encoding: str) -> Any:
+    """A zlib decompressor for the body's Content-Encoding, or None for an unencoded body."""
+    encoding = content_encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if encoding == "deflate":
+        return zlib.decompressobj()
+    raise JwksError(f"the body is encoded as {encoding!r}, which this server does not read")
 
 
 def _load_jwks_file(path: Path, issuer: str) -> KeySet:
