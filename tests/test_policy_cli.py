@@ -269,3 +269,22 @@ def test_explain_without_a_client_supposes_one_that_may_push_anything(
     assert answer["need_claims"] == [
         {"type": EMPLOYEE, "name": "role", "value": "Your role at the hospital"}
     ]
+
+
+@pytest.mark.parametrize(
+    ("condition", "decision"),
+    [
+        # No SAML identity provider is configured: no client could supply this.
+        ('types = ["claim-client-assertion-saml-1.0"]\nissuers = ["https://idp.example"]', "deny"),
+        # Only a client vouches for plain claims, and no client is called that.
+        (f'types = ["{EMPLOYEE}"]\nissuers = ["https://idp.example"]', "deny"),
+        (f'types = ["{EMPLOYEE}"]', "need_claims"),
+    ],
+)
+def test_explain_without_a_client_supposes_only_what_a_client_could_supply(
+    cli: CLI, config_path: Path, tmp_path: Path, photos: str, condition: str, decision: str
+) -> None:
+    rules = '[[rules]]\nid = "r"\nowner = "alice"\nscopes = ["view"]\n[[rules.conditions]]\n'
+    rules += f'claim = "role"\ncontains = "doctor"\n{condition}\n'
+    (config_path.parent / "policies.toml").write_text(rules, encoding="utf-8")
+    assert json.loads(explain(cli, tmp_path, photos, []).stdout)["decision"] == decision

@@ -19,7 +19,7 @@ from flask import Flask
 
 from . import create_app, secrets_at_rest
 from .bearer import SCOPE_ALIASES
-from .claims import OIDC_TYPE, ClaimsError, read_claim_objects, suppliable
+from .claims import OIDC_TYPE, SAML_TYPE, ClaimsError, read_claim_objects, suppliable
 from .config import Config, ConfigError, load_config
 from .db import Store
 from .policy import PolicyError, ResourceSetRef, RuleSet, decide, load_rules
@@ -350,7 +350,7 @@ def policy_explain(
         can_supply = suppliable(client_id, push_types, verifiers)
     else:
         client_id = "-"
-        push_types, can_supply = _any_client(rules, owner, objects, verifiers)
+        push_types, can_supply = _any_client(rules, owner, objects, verifiers, store)
     now = int(time.time())
     try:
         pushed = read_claim_objects(objects, client_id, push_types, verifiers, now)
@@ -369,10 +369,15 @@ def policy_explain(
 
 
 def _any_client(
-    rules: RuleSet, owner: str, objects: list[dict[str, Any]], verifiers: ConfiguredVerifiers
+    rules: RuleSet,
+    owner: str,
+    objects: list[dict[str, Any]],
+    verifiers: ConfiguredVerifiers,
+    store: Store,
 ) -> tuple[tuple[str, ...], frozenset[tuple[str, str]]]:
     """What a client that may push anything could supply: every claim type the claims file and
-    the owner's rules name, vouched for by itself ('-') and by every issuer the rules accept."""
+    the owner's rules name, on its own word ('-'), as a registered client the rules name as
+    issuer would for plain types, and from the configured identity providers for verified ones."""
     conditions = [c for rule in rules.rules_for(owner) for c in rule.conditions]
     types = tuple(
         dict.fromkeys(
@@ -385,5 +390,7 @@ def _any_client(
     )
     pairs = set(suppliable("-", types, verifiers))
     for condition in conditions:
-        pairs.update(itertools.product(condition.types or types, condition.issuers or ("-",)))
+        plain = [t for t in condition.types or types if t not in (SAML_TYPE, OIDC_TYPE)]
+        clients = [i for i in condition.issuers or () if store.get_client(i) is not None]
+        pairs.update(itertools.product(plain, clients if condition.issuers else ("-",)))
     return types, frozenset(pairs)
