@@ -97,9 +97,10 @@ def request_authorization(
         store.record_claims(ticket.digest, requesting_party, pushed.claims)
         requests = store.count_ticket_request(ticket.digest)
         description = resource_set.description
+        owner = store.owner_name(ticket.owner)
         decision = decide(
             rules,
-            owner=store.owner_name(ticket.owner),
+            owner=owner,
             resource_set=ResourceSetRef(
                 id=resource_set.id, name=description["name"], type=description.get("type")
             ),
@@ -121,7 +122,7 @@ def request_authorization(
     log.info(
         "decision=%s owner=%s resource_set=%s scopes=%s client=%s rules=%s requests=%d",
         "deny" if result.out_of_requests else decision.outcome,
-        store.owner_name(ticket.owner),
+        owner,
         ticket.resource_set_id,
         ",".join(ticket.scopes),
         client.client_id,
