@@ -24,7 +24,7 @@ from flask.testing import FlaskClient
 from umaserver import create_app
 from umaserver.cli import main as cli_main
 from umaserver.config import Config, load_config
-from umaserver.db import Store
+from umaserver.storage.sqlite import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-key-that-is-long-enough-0123456789"

@@ -12,7 +12,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from umaserver import secrets_at_rest
-from umaserver.db import Store
+from umaserver.storage.sqlite import Store
 
 from .conftest import Party, make_party
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from umaserver.db import Store
+from umaserver.storage.sqlite import Store
 
 from .conftest import CLI, write_config
 

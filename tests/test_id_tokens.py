@@ -29,14 +29,14 @@ from tests.oidc_fixtures import (
     make_rsa_key,
     raw_token,
 )
-from umaserver.claims import OIDC_TYPE, Claim, ClaimsError, ClaimsUnavailable
-from umaserver.id_tokens import (
+from umaserver.claims.id_tokens import (
     MAX_ID_TOKEN_LENGTH,
     KeySets,
     OidcIssuer,
     oidc_claims,
     verify_id_token,
 )
+from umaserver.claims.model import OIDC_TYPE, Claim, ClaimsError, ClaimsUnavailable
 
 IDP_A = "https://idp-a.example"
 IDP_B = "https://idp-b.example"
@@ -746,7 +746,7 @@ def test_fetch_errors_keep_the_previous_keys(
     bad = {"jwks": jwks_of([keys.rsa_a]), **answer}
 
     jwks_server.serve(**bad)
-    with caplog.at_level(logging.WARNING, logger="umaserver.id_tokens"):
+    with caplog.at_level(logging.WARNING, logger="umaserver.claims.id_tokens"):
         key_sets.refresh_now()  # a first fetch that fails leaves no keys, and does not raise
     assert key_sets.key_set(IDP_A) is None
     assert logged in caplog.text
@@ -784,7 +784,7 @@ def test_fetch_of_a_dripping_body_gives_up_at_the_timeout(
     )
     key_sets = KeySets([uri_issuer(jwks_server)], fetch_timeout=0.5)
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="umaserver.id_tokens"):
+    with caplog.at_level(logging.WARNING, logger="umaserver.claims.id_tokens"):
         key_sets.refresh_now()
     # Far below the ~20 s the whole body takes; loose enough for a busy machine.
     assert time.monotonic() - started < 5.0
@@ -810,7 +810,7 @@ def test_fetch_of_compressed_nothing_gives_up_at_the_timeout(
     jwks_server.serve(body=body, content_encoding=encoding, drip=0.01)  # ~25 s of nothing
     key_sets = KeySets([uri_issuer(jwks_server)], fetch_timeout=0.5)
     started = time.monotonic()
-    with caplog.at_level(logging.WARNING, logger="umaserver.id_tokens"):
+    with caplog.at_level(logging.WARNING, logger="umaserver.claims.id_tokens"):
         key_sets.refresh_now()
     assert time.monotonic() - started < 5.0
     assert "the body took longer than 0.5 s" in caplog.text
@@ -822,7 +822,7 @@ def test_an_unknown_content_encoding_is_refused(
 ) -> None:
     jwks_server.serve(body=json.dumps(jwks_of([keys.rsa_a])).encode(), content_encoding="br")
     key_sets = KeySets([uri_issuer(jwks_server)])
-    with caplog.at_level(logging.WARNING, logger="umaserver.id_tokens"):
+    with caplog.at_level(logging.WARNING, logger="umaserver.claims.id_tokens"):
         key_sets.refresh_now()
     assert "encoded as 'br'" in caplog.text
     assert key_sets.key_set(IDP_A) is None

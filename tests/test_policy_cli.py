@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from umaserver.db import Store
+from umaserver.storage.sqlite import Store
 
 from .conftest import CLI, Party
 

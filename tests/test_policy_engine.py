@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from umaserver.claims import Claim
-from umaserver.policy import (
+from umaserver.claims.model import Claim
+from umaserver.policy.rules import (
     OPERATORS,
     Decision,
     PolicyError,
@@ -25,7 +25,7 @@ from umaserver.policy import (
     load_rules,
     parse_rules,
 )
-from umaserver.policy_store import PolicyStore
+from umaserver.policy.store import PolicyStore
 
 EMPLOYEE = "https://example.com/claims/employee"
 OIDC = "claim-client-claims-oidc-1.0"

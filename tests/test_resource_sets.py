@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from umaserver.db import Store
+from umaserver.storage.sqlite import Store
 
 from .conftest import Party, make_party
 

@@ -37,8 +37,8 @@ from tests.saml_fixtures import (
     signed_assertion,
     to_b64,
 )
-from umaserver.claims import Claim, ClaimsError
-from umaserver.saml import (
+from umaserver.claims.model import Claim, ClaimsError
+from umaserver.claims.saml import (
     CLAIM_TYPE,
     SamlIdp,
     SamlSettings,

@@ -18,7 +18,7 @@ from lxml import etree
 
 from umaserver import create_app
 from umaserver.config import load_config
-from umaserver.db import Store
+from umaserver.storage.sqlite import Store
 
 from . import saml_fixtures as saml
 from .conftest import Party, free_port, make_party, write_config

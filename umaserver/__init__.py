@@ -12,21 +12,20 @@ from dataclasses import dataclass, field
 
 from flask import Flask
 
-from . import (
+from . import error_responses, secrets_at_rest
+from .api import (
     authorization,
-    db,
     discovery,
-    error_responses,
     introspection,
-    oauth,
     permissions,
     resource_sets,
     rpt,
-    secrets_at_rest,
+    token,
 )
+from .claims.verifiers import ConfiguredVerifiers
 from .config import Config, load_config
-from .policy_store import PolicyStore
-from .verifiers import ConfiguredVerifiers
+from .policy.store import PolicyStore
+from .storage import sqlite as db
 
 __all__ = ["create_app"]
 
@@ -69,10 +68,10 @@ def create_app(config: Config | None = None) -> Flask:
 
     db.init_app(app)
     error_responses.register_error_handlers(app)
-    oauth.init_app(app)
+    token.init_app(app)
     for blueprint in (
         discovery.bp,
-        oauth.bp,
+        token.bp,
         resource_sets.bp,
         permissions.bp,
         rpt.bp,

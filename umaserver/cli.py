@@ -18,12 +18,12 @@ import click
 from flask import Flask
 
 from . import create_app, secrets_at_rest
-from .bearer import SCOPE_ALIASES
-from .claims import OIDC_TYPE, SAML_TYPE, ClaimsError, read_claim_objects, suppliable
+from .api.bearer import SCOPE_ALIASES
+from .claims.model import OIDC_TYPE, SAML_TYPE, ClaimsError, read_claim_objects, suppliable
+from .claims.verifiers import ConfiguredVerifiers
 from .config import Config, ConfigError, load_config
-from .db import Store
-from .policy import PolicyError, ResourceSetRef, RuleSet, decide, load_rules
-from .verifiers import ConfiguredVerifiers
+from .policy.rules import PolicyError, ResourceSetRef, RuleSet, decide, load_rules
+from .storage.sqlite import Store
 
 
 class Failure(click.ClickException):

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .id_tokens import DEFAULT_ALGORITHMS, OidcIssuer
-from .saml import SamlIdp
+from .claims.id_tokens import DEFAULT_ALGORITHMS, OidcIssuer
+from .claims.saml import SamlIdp
 
 T = TypeVar("T")
 

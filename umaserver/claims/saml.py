@@ -30,7 +30,7 @@ from signxml.algorithms import CanonicalizationMethod, DigestAlgorithm, Signatur
 from signxml.exceptions import InvalidCertificate, SignXMLException
 from signxml.verifier import SignatureConfiguration, VerifyResult, XMLVerifier
 
-from umaserver.claims import Claim, ClaimsError
+from umaserver.claims.model import Claim, ClaimsError
 
 CLAIM_TYPE = "claim-client-assertion-saml-1.0"
 

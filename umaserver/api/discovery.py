@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify
 
-from .claims import OIDC_TYPE, SAML_TYPE
-from .oauth import GRANT_TYPES
+from ..claims.model import OIDC_TYPE, SAML_TYPE
+from .token import GRANT_TYPES
 
 bp = Blueprint("discovery", __name__)
 

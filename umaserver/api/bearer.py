@@ -19,8 +19,8 @@ from authlib.oauth2.rfc6749 import TokenMixin
 from authlib.oauth2.rfc6750 import BearerTokenValidator, InsufficientScopeError
 from flask import current_app, request
 
-from .db import AccessToken, get_store
-from .errors import APIError, InsufficientScope, InvalidRequest, InvalidToken, MissingToken
+from ..errors import APIError, InsufficientScope, InvalidRequest, InvalidToken, MissingToken
+from ..storage.sqlite import AccessToken, get_store
 
 PROTECTION_SCOPE = "uma_protection"
 AUTHORIZATION_SCOPE = "uma_authorization"

@@ -6,10 +6,10 @@ import json
 
 from flask import Blueprint, Response, current_app
 
-from .authorization_request import request_authorization
+from ..errors import NeedClaims, NotAuthorized, ServerError
+from ..services.authorization import request_authorization
+from ..storage.sqlite import get_store
 from .bearer import AUTHORIZATION_SCOPE, authenticate
-from .db import get_store
-from .errors import NeedClaims, NotAuthorized, ServerError
 from .json_body import read_json_object
 from .schemas import AuthorizationRequest, load
 

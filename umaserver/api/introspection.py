@@ -11,9 +11,9 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from ..errors import InvalidRequest
+from ..storage.sqlite import get_store
 from .bearer import PROTECTION_SCOPE, authenticate
-from .db import get_store
-from .errors import InvalidRequest
 
 bp = Blueprint("introspection", __name__)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
+from ..errors import NotFound, UnsupportedMethod
+from ..storage.sqlite import AccessToken, get_store
 from .bearer import PROTECTION_SCOPE, authenticate
-from .db import AccessToken, get_store
-from .errors import NotFound, UnsupportedMethod
 from .json_body import read_json_object
 from .schemas import ResourceSetDescription, load
 

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 from marshmallow import INCLUDE, Schema, ValidationError, fields, pre_load, validate
 
-from .errors import InvalidRequest
+from ..errors import InvalidRequest
 
 MAX_STRING = 2048
 MAX_SCOPES = 256

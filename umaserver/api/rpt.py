@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify
 
-from .authorization_request import issue_rpt
+from ..services.authorization import issue_rpt
+from ..storage.sqlite import get_store
 from .bearer import AUTHORIZATION_SCOPE, authenticate
-from .db import get_store
 
 bp = Blueprint("rpt", __name__)
 

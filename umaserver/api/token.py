@@ -12,9 +12,9 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import ClientMixin, InvalidScopeError, grants, scope_to_list
 from flask import Blueprint, Flask, Response, current_app
 
-from . import secrets_at_rest
+from .. import secrets_at_rest
+from ..storage.sqlite import Client, get_store
 from .bearer import SCOPE_ALIASES
-from .db import Client, get_store
 
 bp = Blueprint("oauth", __name__)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .claims import OIDC_TYPE, SAML_TYPE, Assertion, ClaimsError, VerifiedClaims
-from .config import Config
+from ..config import Config
 from .id_tokens import KeySets, oidc_claims
+from .model import OIDC_TYPE, SAML_TYPE, Assertion, ClaimsError, VerifiedClaims
 from .saml import SamlSettings, assertion_claims, verify_assertion
 
 

@@ -18,15 +18,15 @@ from typing import Any, Literal
 
 from flask import Flask, current_app, g
 
-from . import secrets_at_rest
-from .claims import Assertion, Claim
+from .. import secrets_at_rest
+from ..claims.model import Assertion, Claim
 
 BUSY_TIMEOUT_MS = 10_000
 # Seconds an expired ticket is remembered (to answer expired_ticket), and an expired RPT kept.
 EXPIRED_MEMORY = 24 * 3600
 
 
-SCHEMA = Path(__file__).resolve().parent.parent / "schema.sql"
+SCHEMA = Path(__file__).resolve().parent.parent.parent / "schema.sql"
 
 
 def _schema() -> str:

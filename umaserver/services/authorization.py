@@ -14,12 +14,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import secrets_at_rest
-from .claims import ClaimsError, ClaimsUnavailable, Verifiers, read_claim_objects, suppliable
-from .config import Lifetimes
-from .db import AccessToken, Client, Rpt, Store, Ticket
-from .errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
-from .policy import Decision, ResourceSetRef, RuleSet, decide
+from .. import secrets_at_rest
+from ..claims.model import ClaimsError, ClaimsUnavailable, Verifiers, read_claim_objects, suppliable
+from ..config import Lifetimes
+from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
+from ..policy.rules import Decision, ResourceSetRef, RuleSet, decide
+from ..storage.sqlite import AccessToken, Client, Rpt, Store, Ticket
 
 log = logging.getLogger("umaserver.decisions")
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .policy import PolicyError, RuleSet, load_rules
+from .rules import PolicyError, RuleSet, load_rules
 
 log = logging.getLogger("umaserver.policy")
 

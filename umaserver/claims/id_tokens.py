@@ -46,7 +46,7 @@ from joserfc.errors import (
 from joserfc.jwk import JWKRegistry, Key, KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
-from umaserver.claims import OIDC_TYPE, Claim, ClaimsError, ClaimsUnavailable
+from umaserver.claims.model import OIDC_TYPE, Claim, ClaimsError, ClaimsUnavailable
 
 logger = logging.getLogger(__name__)
 

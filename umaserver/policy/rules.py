@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import re2
 
-from .claims import Claim
+from ..claims.model import Claim
 
 OPERATORS = ("equals", "one_of", "contains", "prefix", "suffix", "exists", "regex")
 _RULE_KEYS = ("id", "owner", "scopes", "description", "resource_sets", "conditions")

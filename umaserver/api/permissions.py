@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify
 
+from ..errors import InvalidResourceSetId, InvalidScope
+from ..storage.sqlite import get_store
 from .bearer import PROTECTION_SCOPE, authenticate
-from .db import get_store
-from .errors import InvalidResourceSetId, InvalidScope
 from .json_body import read_json_object
 from .schemas import PermissionRequest, load
 

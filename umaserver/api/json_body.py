@@ -7,7 +7,7 @@ from typing import Any
 
 from flask import request
 
-from .errors import InvalidRequest
+from ..errors import InvalidRequest
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
