@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,11 +27,9 @@ BUSY_TIMEOUT_MS = 10_000
 EXPIRED_MEMORY = 24 * 3600
 
 
-SCHEMA = Path(__file__).resolve().parent.parent.parent / "schema.sql"
-
-
 def _schema() -> str:
-    return SCHEMA.read_text(encoding="utf-8")
+    # Package data: found the same way in a checkout and in an installed wheel.
+    return (resources.files(__package__) / "schema.sql").read_text(encoding="utf-8")
 
 
 @dataclass(frozen=True)

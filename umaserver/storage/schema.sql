@@ -1,0 +1,114 @@
+-- umaserver's SQLite schema: the whole current schema, applied as it is to a new database. It
+-- ships inside the package (the top-level schema.sql links here); older databases are upgraded by
+-- the ordered migrations of migrations/.
+-- Secrets (client secrets, tokens, tickets) are stored only as SHA-256 digests (hex).
+
+CREATE TABLE IF NOT EXISTS clients (
+    client_id        TEXT PRIMARY KEY,
+    secret_digest    TEXT NOT NULL,
+    name             TEXT NOT NULL,
+    redirect_uris    TEXT NOT NULL DEFAULT '[]',   -- JSON array of strings
+    push_claim_types TEXT NOT NULL DEFAULT '[]',   -- JSON array: claim types it may push
+    created_at       INTEGER NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS users (
+    sub           TEXT PRIMARY KEY,                -- opaque, random
+    username      TEXT NOT NULL UNIQUE,
+    password_hash TEXT,                            -- NULL: cannot sign in with a password
+    claims        TEXT NOT NULL DEFAULT '{}',      -- JSON object of attributes
+    created_at    INTEGER NOT NULL
+);
+
+-- PATs and AATs. user_sub NULL: a client_credentials token, the client acts for itself.
+CREATE TABLE IF NOT EXISTS access_tokens (
+    digest     TEXT PRIMARY KEY,
+    client_id  TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    user_sub   TEXT REFERENCES users (sub) ON DELETE CASCADE,
+    scope      TEXT NOT NULL,
+    issued_at  INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    revoked    INTEGER NOT NULL DEFAULT 0
+);
+
+-- owner: the user's sub, or 'client:<client_id>' for a client acting for itself.
+-- client_id: the resource server that registered it; only that RS of that owner sees it.
+CREATE TABLE IF NOT EXISTS resource_sets (
+    id          TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    client_id   TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    name        TEXT NOT NULL,
+    type        TEXT,
+    description TEXT NOT NULL,                     -- JSON object as registered (extensions kept)
+    created_at  INTEGER NOT NULL,
+    updated_at  INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS resource_sets_by_owner ON resource_sets (owner, client_id);
+
+-- A permission ticket: one request for access to one resource set, handed by the RS to a client.
+-- state: open (usable), granted (consumed by a grant), finished (refused or out of requests).
+-- Rows outlive expiry by a day so that an expired ticket can be told apart from an unknown one.
+CREATE TABLE IF NOT EXISTS tickets (
+    digest          TEXT PRIMARY KEY,
+    owner           TEXT NOT NULL,
+    client_id       TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    resource_set_id TEXT NOT NULL REFERENCES resource_sets (id) ON DELETE CASCADE,
+    scopes          TEXT NOT NULL,                 -- JSON array
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    requests        INTEGER NOT NULL DEFAULT 0,    -- authorization requests made with it
+    state           TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'granted', 'finished'))
+);
+CREATE INDEX IF NOT EXISTS tickets_by_expiry ON tickets (expires_at);
+
+-- Requesting party tokens. Each belongs to the AAT it was issued under; revoking that AAT
+-- revokes them, and a new RPT for the AAT revokes its previous one. `seed` makes the token again
+-- only together with a key derived from the configured secret_key (never stored), so that the
+-- authorization request can hand an AAT its live RPT back; the seed alone reveals nothing.
+CREATE TABLE IF NOT EXISTS rpts (
+    digest           TEXT PRIMARY KEY,
+    seed             TEXT NOT NULL,
+    aat_digest       TEXT NOT NULL REFERENCES access_tokens (digest) ON DELETE CASCADE,
+    client_id        TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    requesting_party TEXT NOT NULL,
+    issued_at        INTEGER NOT NULL,
+    expires_at       INTEGER NOT NULL,
+    revoked          INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS rpts_by_aat ON rpts (aat_digest, revoked);
+
+-- One permission per resource set in an RPT; a repeat grant merges scopes and renews expiry.
+CREATE TABLE IF NOT EXISTS permissions (
+    rpt_digest      TEXT NOT NULL REFERENCES rpts (digest) ON DELETE CASCADE,
+    resource_set_id TEXT NOT NULL REFERENCES resource_sets (id) ON DELETE CASCADE,
+    scopes          TEXT NOT NULL,                 -- JSON array
+    issued_at       INTEGER NOT NULL,
+    expires_at      INTEGER NOT NULL,
+    PRIMARY KEY (rpt_digest, resource_set_id)
+);
+CREATE INDEX IF NOT EXISTS permissions_by_resource_set ON permissions (resource_set_id);
+
+-- Claims gathered for one ticket about one requesting party, with their provenance. Never reused
+-- for another ticket or party. A re-push of the same type and name replaces the value, whoever
+-- vouches for it now: an earlier value never keeps counting beside a newer one.
+CREATE TABLE IF NOT EXISTS gathered_claims (
+    ticket_digest    TEXT NOT NULL REFERENCES tickets (digest) ON DELETE CASCADE,
+    requesting_party TEXT NOT NULL,
+    type             TEXT NOT NULL,
+    name             TEXT NOT NULL,
+    issuer           TEXT NOT NULL,
+    value            TEXT NOT NULL,                -- JSON
+    client_id        TEXT NOT NULL,
+    gathered_at      INTEGER NOT NULL,
+    PRIMARY KEY (ticket_digest, requesting_party, type, name)
+);
+
+-- SAML assertion IDs already accepted, remembered until the assertion expires (replay detection).
+CREATE TABLE IF NOT EXISTS seen_assertions (
+    issuer           TEXT NOT NULL,
+    assertion_id     TEXT NOT NULL,
+    ticket_digest    TEXT NOT NULL,
+    requesting_party TEXT NOT NULL,
+    expires_at       INTEGER NOT NULL,
+    PRIMARY KEY (issuer, assertion_id, ticket_digest)
+);
