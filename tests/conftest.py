@@ -21,10 +21,12 @@ from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
 
-from umaserver import create_app
+from umaserver import create_app, secrets_at_rest
 from umaserver.cli import main as cli_main
 from umaserver.config import Config, load_config
-from umaserver.storage.sqlite import Store
+from umaserver.services import accounts
+from umaserver.storage import Storage, open_storage
+from umaserver.storage.records import Client, Rpt, Ticket, User
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-key-that-is-long-enough-0123456789"
@@ -66,12 +68,27 @@ def config(config_path: Path) -> Config:
     return load_config(config_path)
 
 
+class FakeClock:
+    """The app's clock in tests: starts at the real time and moves only when told."""
+
+    def __init__(self, now: int | None = None) -> None:
+        self.moment = int(time.time()) if now is None else now
+
+    def now(self) -> int:
+        return self.moment
+
+    def advance(self, seconds: int) -> None:
+        self.moment += seconds
+
+
 @pytest.fixture
-def app(config: Config) -> Flask:
-    store = Store.open(config.database)
-    store.initialise()
-    store.close()
-    app = create_app(config)
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def app(config: Config, clock: FakeClock) -> Flask:
+    app = create_app(config, clock=clock)
     app.config["TESTING"] = True
     return app
 
@@ -81,9 +98,56 @@ def http(app: Flask) -> FlaskClient:
     return app.test_client()
 
 
+class Store:
+    """A storage handle for tests, with the few steps tests take beside HTTP (making clients,
+    users and tokens through the services, and finding tokens by their value)."""
+
+    def __init__(self, storage: Storage, clock: FakeClock) -> None:
+        self.storage = storage
+        self.clock = clock
+
+    def close(self) -> None:
+        self.storage.close()
+
+    def create_client(
+        self, name: str, redirect_uris: list[str], push_types: list[str]
+    ) -> tuple[Client, str]:
+        return accounts.create_client(
+            self.storage, self.clock.now(), name, redirect_uris, push_types
+        )
+
+    def create_user(
+        self, username: str, password_hash: str | None, claims: dict[str, Any]
+    ) -> User | None:
+        return accounts.create_user(self.storage, self.clock.now(), username, password_hash, claims)
+
+    def create_access_token(
+        self, token: str, client_id: str, user_sub: str | None, scope: str, lifetime: int
+    ) -> None:
+        accounts.store_access_token(
+            self.storage, self.clock.now(), token, client_id, user_sub, scope, lifetime
+        )
+
+    def revoke_access_token(self, token: str) -> bool:
+        return accounts.revoke_access_token(self.storage, token)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.storage, name)  # the contract's own operations
+
+    def get_rpt(self, rpt: str) -> Rpt | None:
+        return self.storage.get_rpt(secrets_at_rest.digest(rpt))
+
+    def get_ticket(self, ticket: str) -> Ticket | None:
+        return self.storage.get_ticket(secrets_at_rest.digest(ticket))
+
+    @property
+    def conn(self) -> Any:
+        return self.storage.conn  # type: ignore[attr-defined]
+
+
 @pytest.fixture
-def store(app: Flask, config: Config) -> Iterator[Store]:
-    opened = Store.open(config.database)
+def store(app: Flask, config: Config, clock: FakeClock) -> Iterator[Store]:
+    opened = Store(open_storage(config.database), clock)
     yield opened
     opened.close()
 

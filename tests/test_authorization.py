@@ -12,9 +12,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from umaserver import secrets_at_rest
-from umaserver.storage.sqlite import Store
 
-from .conftest import Party, make_party
+from .conftest import Party, Store, make_party
 
 EMPLOYEE = "urn:example:employee"
 OIDC = "claim-client-claims-oidc-1.0"

@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from umaserver.storage.sqlite import Store
-
-from .conftest import Party, make_party
+from .conftest import Party, Store, make_party
 
 REALM = 'Bearer realm="http://uma.test"'
 

@@ -10,15 +10,20 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from umaserver.storage.sqlite import Store
+from umaserver.storage.migrations import current_version
 
-from .conftest import CLI, write_config
+from .conftest import CLI, Store, write_config
 
 
 def test_init_is_safe_twice(cli: CLI, config_path: Path) -> None:
     first = cli.json("init")
-    assert first == {"database": str(config_path.parent / "uma.db"), "status": "ready"}
-    assert cli.json("init") == first
+    assert first == {
+        "database": str(config_path.parent / "uma.db"),
+        "status": "ready",
+        "schema_version_found": 0,
+        "schema_version": current_version(),
+    }
+    assert cli.json("init") == {**first, "schema_version_found": current_version()}
 
 
 def test_client_create_prints_id_and_secret_once_stored_as_digest(cli: CLI, store: Store) -> None:

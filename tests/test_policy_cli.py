@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from umaserver.storage.sqlite import Store
-
-from .conftest import CLI, Party
+from .conftest import CLI, Party, Store
 
 GOOD = """
 [[rules]]

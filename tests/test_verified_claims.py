@@ -18,10 +18,10 @@ from lxml import etree
 
 from umaserver import create_app
 from umaserver.config import load_config
-from umaserver.storage.sqlite import Store
+from umaserver.storage import open_storage
 
 from . import saml_fixtures as saml
-from .conftest import Party, free_port, make_party, write_config
+from .conftest import FakeClock, Party, Store, free_port, make_party, write_config
 from .oidc_fixtures import id_token_claims, jwks_of, make_id_token, make_rsa_key
 
 SAML = "claim-client-assertion-saml-1.0"
@@ -279,12 +279,9 @@ jwks_uri = "http://127.0.0.1:{free_port()}/jwks.json"
 """,
         )
     )
-    initialise = Store.open(config.database)
-    initialise.initialise()
-    initialise.close()
-    app = create_app(config)
+    app = create_app(config, clock=FakeClock())
     http = app.test_client()
-    own = Store.open(config.database)
+    own = Store(open_storage(config.database), FakeClock())
     try:
         flow = Flow(http, own, make_party(own, "alice", "uma_protection"))
         ticket = flow.ticket("print")

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import logging
 import weakref
-from dataclasses import dataclass, field
 
-from flask import Flask
+from flask import Flask, Response
 
 from . import error_responses, secrets_at_rest
 from .api import (
@@ -23,52 +22,55 @@ from .api import (
     token,
 )
 from .claims.verifiers import ConfiguredVerifiers
+from .clock import Clock, SystemClock
 from .config import Config, load_config
 from .policy.store import PolicyStore
-from .storage import sqlite as db
+from .runtime import Runtime, install
+from .storage import open_storage, per_request, prepare_database
 
 __all__ = ["create_app"]
 
 
-@dataclass(frozen=True)
-class Services:
-    """What the blueprints share beyond the database: the owners' rules, the claim verifiers, and
-    the key that makes RPTs from their seeds."""
+def create_app(config: Config | None = None, clock: Clock | None = None) -> Flask:
+    """Build the app from `config`, or from the file named by UMASERVER_CONFIG, with the database
+    created or upgraded. `clock` is where every part of the server reads the time.
 
-    policies: PolicyStore
-    verifiers: ConfiguredVerifiers
-    rpt_key: bytes = field(repr=False)
-
-
-def create_app(config: Config | None = None) -> Flask:
-    """Build the app from `config`, or from the file named by UMASERVER_CONFIG.
-
-    Raises ConfigError, PolicyError or ValueError (a broken JWKS file) when it cannot serve.
+    Raises ConfigError, PolicyError, SchemaError, sqlite3.Error or ValueError (a broken JWKS
+    file) when it cannot serve.
     """
     if config is None:
         config = load_config()
+    clock = clock or SystemClock()
     app = Flask(__name__)
     app.config.update(
-        UMA=config,
         SECRET_KEY=config.secret_key,
         MAX_CONTENT_LENGTH=config.limits.max_body_bytes,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
     logging.getLogger("umaserver").setLevel(logging.INFO)
 
+    prepare_database(config.database, clock.now())
+    database = config.database
+    per_request.init_app(app, lambda: open_storage(database))
+
     verifiers = ConfiguredVerifiers(config)
-    app.extensions["uma"] = Services(
-        PolicyStore(config.policies),
-        verifiers,
-        secrets_at_rest.reissue_key(config.secret_key, "rpt"),
+    install(
+        app,
+        Runtime(
+            config=config,
+            clock=clock,
+            policies=PolicyStore(config.policies),
+            verifiers=verifiers,
+            rpt_key=secrets_at_rest.reissue_key(config.secret_key, "rpt"),
+        ),
     )
     verifiers.start()
     # The key-fetching thread ends with the app (tests build many apps in one process).
     weakref.finalize(app, verifiers.stop)
 
-    db.init_app(app)
     error_responses.register_error_handlers(app)
-    token.init_app(app)
+    app.after_request(_no_store)
+    token.init_app(app, config.lifetimes.access_token)
     for blueprint in (
         discovery.bp,
         token.bp,
@@ -80,3 +82,12 @@ def create_app(config: Config | None = None) -> Flask:
     ):
         app.register_blueprint(blueprint)
     return app
+
+
+def _no_store(response: Response) -> Response:
+    """API answers carry tokens and owners' data: no cache keeps them (RFC 6749 5.1). An answer
+    that says how it may be cached (the configuration document, pages) keeps its own word."""
+    if response.is_json and "Cache-Control" not in response.headers:
+        response.headers["Cache-Control"] = "no-store"
+        response.headers["Pragma"] = "no-cache"
+    return response

@@ -6,10 +6,9 @@ Successful commands print JSON on stdout; errors go to stderr as plain sentences
 
 from __future__ import annotations
 
-import itertools
 import json
+import sqlite3
 import sys
-import time
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -19,11 +18,14 @@ from flask import Flask
 
 from . import create_app, secrets_at_rest
 from .api.bearer import SCOPE_ALIASES
-from .claims.model import OIDC_TYPE, SAML_TYPE, ClaimsError, read_claim_objects, suppliable
+from .claims.model import ClaimsError, read_claim_objects
 from .claims.verifiers import ConfiguredVerifiers
+from .clock import SystemClock
 from .config import Config, ConfigError, load_config
-from .policy.rules import PolicyError, ResourceSetRef, RuleSet, decide, load_rules
-from .storage.sqlite import Store
+from .policy.rules import PolicyError, load_rules
+from .services import accounts
+from .services.decision import AccessRequest, Supplier, any_client, decide_access, owner_name
+from .storage import SchemaError, Storage, open_storage, prepare_database
 
 
 class Failure(click.ClickException):
@@ -49,10 +51,20 @@ def _config(ctx: click.Context) -> Config:
     return config
 
 
-def _store(ctx: click.Context) -> Store:
+CLOCK = SystemClock()
+
+
+def _prepare(config: Config) -> tuple[int, int]:
+    try:
+        return prepare_database(config.database, CLOCK.now())
+    except (SchemaError, sqlite3.Error, OSError) as error:
+        fail(f"The database {config.database} could not be prepared: {error}")
+
+
+def _store(ctx: click.Context) -> Storage:
     config = _config(ctx)
-    store = Store.open(config.database)
-    store.initialise()
+    _prepare(config)
+    store = open_storage(config.database)
     ctx.call_on_close(store.close)
     return store
 
@@ -73,15 +85,17 @@ def main(ctx: click.Context, config_path: str | None) -> None:
 @main.command()
 @click.pass_context
 def init(ctx: click.Context) -> None:
-    """Create or upgrade the database (safe to run twice)."""
+    """Create or upgrade the database (safe to run twice; back it up before an upgrade)."""
     config = _config(ctx)
-    try:
-        store = Store.open(config.database)
-        store.initialise()
-        store.close()
-    except Exception as error:
-        fail(f"The database {config.database} could not be initialised: {error}")
-    emit({"database": str(config.database), "status": "ready"})
+    found, left = _prepare(config)
+    emit(
+        {
+            "database": str(config.database),
+            "status": "ready",
+            "schema_version_found": found,
+            "schema_version": left,
+        }
+    )
 
 
 @main.command()
@@ -97,14 +111,14 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
 
     configure_logging()
     config = _config(ctx)
-    store = Store.open(config.database)
-    store.initialise()
-    store.close()
+    _prepare(config)
     app = _app(config)
     host = host or config.server.host
     port = config.server.port if port is None else port
     try:
-        server = make_server(app, host, port, threads or config.server.threads)
+        server = make_server(
+            app, config.limits.max_body_bytes, host, port, threads or config.server.threads
+        )
     except OSError as error:  # the port is taken, the address is not this machine's, ...
         fail(f"Cannot listen on {host}:{port}: {error.strerror or error}.")
     click.echo(
@@ -168,8 +182,9 @@ def client_create(
             fail("A claim type must not be empty.")
         if claim_type == REDIRECT_CLAIM_TYPE:
             fail(f"{REDIRECT_CLAIM_TYPE} is gathered by this server, not pushed by a client.")
-    store = _store(ctx)
-    created, secret = store.create_client(name, uris, list(dict.fromkeys(push_types)))
+    created, secret = accounts.create_client(
+        _store(ctx), CLOCK.now(), name, uris, list(dict.fromkeys(push_types))
+    )
     emit({"client_id": created.client_id, "client_secret": secret})
 
 
@@ -215,7 +230,7 @@ def user_create(
         if not password:
             fail("No password was read from standard input.")
         password_hash = secrets_at_rest.hash_password(password)
-    created = _store(ctx).create_user(username, password_hash, attributes)
+    created = accounts.create_user(_store(ctx), CLOCK.now(), username, password_hash, attributes)
     if created is None:
         fail(f"The username {username!r} is taken.")
     emit({"sub": created.sub})
@@ -248,9 +263,11 @@ def token_issue(ctx: click.Context, client_id: str, username: str, scope: str) -
     found = store.get_user_by_username(username)
     if found is None:
         fail(f"There is no user {username!r}.")
-    access_token = secrets_at_rest.new_token(secrets_at_rest.ACCESS_TOKEN_PREFIX)
+    access_token = accounts.new_access_token()
     lifetime = config.lifetimes.access_token
-    store.create_access_token(access_token, client_id, found.sub, SCOPE_ALIASES[scope], lifetime)
+    accounts.store_access_token(
+        store, CLOCK.now(), access_token, client_id, found.sub, SCOPE_ALIASES[scope], lifetime
+    )
     emit({"access_token": access_token, "token_type": "Bearer", "expires_in": lifetime})
 
 
@@ -259,7 +276,7 @@ def token_issue(ctx: click.Context, client_id: str, username: str, scope: str) -
 @click.pass_context
 def token_revoke(ctx: click.Context, token_value: str) -> None:
     """Revoke a PAT or an AAT."""
-    if not _store(ctx).revoke_access_token(token_value):
+    if not accounts.revoke_access_token(_store(ctx), token_value):
         fail("No live token matches.")
     emit({"revoked": True})
 
@@ -323,7 +340,7 @@ def policy_explain(
     config = _config(ctx)
     store = _store(ctx)
     resource_set = store.find_resource_set(rs_id)
-    if resource_set is None or store.owner_name(resource_set.owner) != owner:
+    if resource_set is None or owner_name(store, resource_set.owner) != owner:
         fail(f"{owner!r} has no resource set {rs_id!r}.")
     try:
         objects = json.load(claims_file)
@@ -346,51 +363,24 @@ def policy_explain(
         found = store.get_client(client_id)
         if found is None:
             fail(f"There is no client {client_id!r}.")
-        push_types: tuple[str, ...] = found.push_claim_types
-        can_supply = suppliable(client_id, push_types, verifiers)
+        supplier = Supplier.of(client_id, found.push_claim_types, verifiers)
     else:
-        client_id = "-"
-        push_types, can_supply = _any_client(rules, owner, objects, verifiers, store)
-    now = int(time.time())
+        supplier = any_client(rules, owner, objects, verifiers, store)
     try:
-        pushed = read_claim_objects(objects, client_id, push_types, verifiers, now)
+        pushed = read_claim_objects(
+            objects, supplier.client_id, supplier.push_types, verifiers, CLOCK.now()
+        )
     except ClaimsError as error:
         fail(error.description)
-    description = resource_set.description
-    decision = decide(
+    decision = decide_access(
         rules,
-        owner=owner,
-        resource_set=ResourceSetRef(resource_set.id, description["name"], description.get("type")),
-        scopes=list(scopes),
-        claims=list(pushed.claims),
-        can_supply=can_supply,
+        AccessRequest(
+            owner=owner,
+            resource_set=resource_set,
+            scopes=tuple(scopes),
+            client=supplier,
+            requesting_party="-",
+            claims=list(pushed.claims),
+        ),
     )
     emit(decision.as_dict())
-
-
-def _any_client(
-    rules: RuleSet,
-    owner: str,
-    objects: list[dict[str, Any]],
-    verifiers: ConfiguredVerifiers,
-    store: Store,
-) -> tuple[tuple[str, ...], frozenset[tuple[str, str]]]:
-    """What a client that may push anything could supply: every claim type the claims file and
-    the owner's rules name, on its own word ('-'), as a registered client the rules name as
-    issuer would for plain types, and from the configured identity providers for verified ones."""
-    conditions = [c for rule in rules.rules_for(owner) for c in rule.conditions]
-    types = tuple(
-        dict.fromkeys(
-            [
-                OIDC_TYPE,
-                *(o["type"] for o in objects),
-                *(t for c in conditions for t in c.types or ()),
-            ]
-        )
-    )
-    pairs = set(suppliable("-", types, verifiers))
-    for condition in conditions:
-        plain = [t for t in condition.types or types if t not in (SAML_TYPE, OIDC_TYPE)]
-        clients = [i for i in condition.issuers or () if store.get_client(i) is not None]
-        pairs.update(itertools.product(plain, clients if condition.issuers else ("-",)))
-    return types, frozenset(pairs)

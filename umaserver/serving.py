@@ -60,16 +60,15 @@ class JSONErrorChannel(HTTPChannel):  # type: ignore[misc]
     error_task_class = JSONErrorTask
 
 
-def make_server(app: Flask, host: str, port: int, threads: int) -> Any:
+def make_server(app: Flask, max_body_bytes: int, host: str, port: int, threads: int) -> Any:
     """A waitress server for `app`; `.run()` serves, `.close()` stops, `.effective_port` tells."""
-    config = app.config["UMA"]
     server = create_server(
         app,
         host=host,
         port=port,
         threads=threads,
         # Waitress refuses a larger body before buffering it (to disk): answered by our JSON task.
-        max_request_body_size=config.limits.max_body_bytes,
+        max_request_body_size=max_body_bytes,
         ident="umaserver",
         clear_untrusted_proxy_headers=True,
     )

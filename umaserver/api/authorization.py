@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response
 
 from ..errors import NeedClaims, NotAuthorized, ServerError
+from ..runtime import runtime
 from ..services.authorization import request_authorization
-from ..storage.sqlite import get_store
+from ..storage.per_request import storage
 from .bearer import AUTHORIZATION_SCOPE, authenticate
 from .json_body import read_json_object
 from .schemas import AuthorizationRequest, load
@@ -21,39 +22,34 @@ _schema = AuthorizationRequest()
 def authorization_request() -> Response:
     aat = authenticate(AUTHORIZATION_SCOPE)
     body = load(_schema, read_json_object())
-    store = get_store()
+    store = storage()
     client = store.get_client(aat.client_id)
     if client is None:  # the AAT outlived its client's row: cannot happen with foreign keys on
         raise ServerError()
-    uma = current_app.extensions["uma"]
-    result = request_authorization(
+    uma = runtime()
+    outcome = request_authorization(
         store,
         uma.policies.rules,
-        uma.verifiers,
+        now=uma.clock.now(),
         aat=aat,
         client=client,
+        verifiers=uma.verifiers,
         unverified_rpt=body["rpt"],
         unverified_ticket=body["ticket"],
         claim_objects=body.get("claims", []),
-        lifetimes=current_app.config["UMA"].lifetimes,
+        lifetimes=uma.config.lifetimes,
         rpt_key=uma.rpt_key,
     )
-    decision = result.decision
-    if result.rpt is not None:
+    if outcome.kind == "grant":
         # The spec's success answer: 201, Content-Type application/json;charset=UTF-8.
         return Response(
-            json.dumps({"rpt": result.rpt}) + "\n",
+            json.dumps({"rpt": outcome.rpt}) + "\n",
             status=201,
             content_type="application/json;charset=UTF-8",
-            headers={"Cache-Control": "no-store", "Pragma": "no-cache"},
         )
-    if result.out_of_requests:
-        raise NotAuthorized(
-            "This ticket has had all its requests; ask the resource server for a new one."
-        )
-    if decision.outcome == "need_claims":
+    if outcome.kind == "need_claims":
         raise NeedClaims(
             "Send the claims listed in need_claims with the same ticket.",
-            extra={"need_claims": [needed.as_dict() for needed in decision.need_claims]},
+            extra={"need_claims": [needed.as_dict() for needed in outcome.need_claims]},
         )
-    raise NotAuthorized()
+    raise NotAuthorized(outcome.reason)

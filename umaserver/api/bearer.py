@@ -9,7 +9,6 @@ expired or revoked token -> 401 `invalid_token`; the wrong scope -> 403 `insuffi
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 from authlib.integrations.flask_oauth2 import ResourceProtector
@@ -17,10 +16,13 @@ from authlib.integrations.flask_oauth2.requests import FlaskJsonRequest
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import TokenMixin
 from authlib.oauth2.rfc6750 import BearerTokenValidator, InsufficientScopeError
-from flask import current_app, request
+from flask import request
 
 from ..errors import APIError, InsufficientScope, InvalidRequest, InvalidToken, MissingToken
-from ..storage.sqlite import AccessToken, get_store
+from ..runtime import runtime
+from ..services.accounts import find_access_token
+from ..storage.per_request import storage
+from ..storage.records import AccessToken
 
 PROTECTION_SCOPE = "uma_protection"
 AUTHORIZATION_SCOPE = "uma_authorization"
@@ -44,7 +46,7 @@ class _StoredToken(TokenMixin):  # type: ignore[misc]
         return self.record.scope
 
     def is_expired(self) -> bool:
-        return self.record.expires_at <= time.time()
+        return self.record.expires_at <= runtime().clock.now()
 
     def is_revoked(self) -> bool:
         return self.record.revoked
@@ -52,7 +54,7 @@ class _StoredToken(TokenMixin):  # type: ignore[misc]
 
 class _Validator(BearerTokenValidator):  # type: ignore[misc]
     def authenticate_token(self, token_string: str) -> _StoredToken | None:
-        record = get_store().get_access_token(token_string)
+        record = find_access_token(storage(), token_string)
         return _StoredToken(record) if record is not None else None
 
 
@@ -76,8 +78,7 @@ _protector.register_token_validator(_Validator())
 
 
 def _realm() -> str:
-    issuer: str = current_app.config["UMA"].issuer
-    return issuer
+    return runtime().config.issuer
 
 
 def _translate(error: OAuth2Error, scope: str) -> APIError:

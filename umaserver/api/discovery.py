@@ -5,9 +5,10 @@ Its `*_supported` lists name only what works; every URL is absolute, built from 
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify
+from flask import Blueprint, Response, jsonify
 
 from ..claims.model import OIDC_TYPE, SAML_TYPE
+from ..runtime import runtime
 from .token import GRANT_TYPES
 
 bp = Blueprint("discovery", __name__)
@@ -18,7 +19,7 @@ CLAIM_PROFILES = [OIDC_TYPE, SAML_TYPE]
 
 @bp.get("/.well-known/uma-configuration")
 def configuration() -> Response:
-    config = current_app.config["UMA"]
+    config = runtime().config
     document = {
         "version": "1.0",
         "issuer": config.issuer,

@@ -6,13 +6,16 @@ AAT is visible only to the client it was issued to; anything else is `{"active":
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
 from ..errors import InvalidRequest
-from ..storage.sqlite import get_store
+from ..runtime import runtime
+from ..services.accounts import find_access_token
+from ..services.rpts import introspect_rpt
+from ..storage.per_request import storage
+from ..storage.records import AccessToken, Permission, Rpt
 from .bearer import PROTECTION_SCOPE, authenticate
 
 bp = Blueprint("introspection", __name__)
@@ -32,46 +35,54 @@ def _token_parameter() -> str:
     return values[0]
 
 
+def _rpt_answer(rpt: Rpt, permissions: list[Permission]) -> dict[str, Any]:
+    return {
+        "active": True,
+        "exp": rpt.expires_at,
+        "iat": rpt.issued_at,
+        "client_id": rpt.client_id,
+        "permissions": [
+            {
+                "resource_set_id": permission.resource_set_id,
+                "scopes": list(permission.scopes),
+                "exp": permission.expires_at,
+            }
+            for permission in permissions
+        ],
+    }
+
+
+def _access_token_answer(token: AccessToken) -> dict[str, Any]:
+    return {
+        "active": True,
+        "scope": token.scope,
+        "client_id": token.client_id,
+        "exp": token.expires_at,
+        "iat": token.issued_at,
+        "token_type": "Bearer",
+    }
+
+
 @bp.post("/introspect")
 def introspect() -> Response:
     pat = authenticate(PROTECTION_SCOPE)
     unverified = _token_parameter()
-    store = get_store()
-    now = time.time()
+    store = storage()
+    now = runtime().clock.now()
     answer: dict[str, Any] = {"active": False}
-    rpt = store.get_rpt(unverified)
-    if rpt is not None:
+    found = introspect_rpt(store, now, unverified, pat.owner, pat.client_id)
+    if found is not None:
+        rpt, permissions = found
         if rpt.is_live(now):
-            answer = {
-                "active": True,
-                "exp": rpt.expires_at,
-                "iat": rpt.issued_at,
-                "client_id": rpt.client_id,
-                "permissions": [
-                    {
-                        "resource_set_id": permission.resource_set_id,
-                        "scopes": list(permission.scopes),
-                        "exp": permission.expires_at,
-                    }
-                    for permission in store.permissions_for(rpt, pat.owner, pat.client_id)
-                ],
-            }
+            answer = _rpt_answer(rpt, permissions)
     else:
-        token = store.get_access_token(unverified)
+        token = find_access_token(store, unverified)
+        # A PAT or an AAT is shown only to the client it was issued to.
         if (
             token is not None
             and token.client_id == pat.client_id
             and not token.revoked
             and token.expires_at > now
         ):
-            answer = {
-                "active": True,
-                "scope": token.scope,
-                "client_id": token.client_id,
-                "exp": token.expires_at,
-                "iat": token.issued_at,
-                "token_type": "Bearer",
-            }
-    response = jsonify(answer)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+            answer = _access_token_answer(token)
+    return jsonify(answer)

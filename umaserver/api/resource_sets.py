@@ -6,10 +6,13 @@ in the order authentication, method, existence, body.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from flask import Blueprint, Response, jsonify, request, url_for
 
 from ..errors import NotFound, UnsupportedMethod
-from ..storage.sqlite import AccessToken, get_store
+from ..runtime import runtime
+from ..services.registration import create_resource_set
+from ..storage.per_request import storage
+from ..storage.records import AccessToken
 from .bearer import PROTECTION_SCOPE, authenticate
 from .json_body import read_json_object
 from .schemas import ResourceSetDescription, load
@@ -21,14 +24,10 @@ _ROUTED_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "
 _description_schema = ResourceSetDescription()
 
 
-def _url(endpoint: str, rs_id: str) -> str:
-    return str(current_app.config["UMA"].url(url_for(endpoint, rs_id=rs_id)))
-
-
 def policy_uri(rs_id: str) -> str:
     """The owner's page for this set's policy (the page comes with owner sign-in; the URL is
     stable now)."""
-    return str(current_app.config["UMA"].url(f"/policy/resource_set/{rs_id}"))
+    return runtime().config.url(f"/policy/resource_set/{rs_id}")
 
 
 def _not_found() -> NotFound:
@@ -38,17 +37,11 @@ def _not_found() -> NotFound:
     )
 
 
-def _no_cache(response: Response) -> Response:
-    response.headers["Cache-Control"] = "no-store"
-    return response
-
-
 @bp.route("/resource_set", methods=_ROUTED_METHODS, provide_automatic_options=False)
 def collection() -> Response:
     pat = authenticate(PROTECTION_SCOPE)
-
     if request.method == "GET":
-        return _no_cache(jsonify(get_store().list_resource_sets(pat.owner, pat.client_id)))
+        return jsonify(storage().list_resource_sets(pat.owner, pat.client_id))
     if request.method == "POST":
         return _create(pat)
     raise UnsupportedMethod(headers={"Allow": "GET, POST"})
@@ -56,20 +49,21 @@ def collection() -> Response:
 
 def _create(pat: AccessToken) -> Response:
     description = load(_description_schema, read_json_object())
-    created = get_store().create_resource_set(pat.owner, pat.client_id, description)
+    created = create_resource_set(storage(), runtime().clock.now(), pat, description)
     response = jsonify({"_id": created.id, "user_access_policy_uri": policy_uri(created.id)})
     response.status_code = 201
-    response.headers["Location"] = _url("resource_sets.item", rs_id=created.id)
-    return _no_cache(response)
+    response.headers["Location"] = runtime().config.url(
+        url_for("resource_sets.item", rs_id=created.id)
+    )
+    return response
 
 
 @bp.route("/resource_set/<rs_id>", methods=_ROUTED_METHODS, provide_automatic_options=False)
 def item(rs_id: str) -> Response:
-
     pat = authenticate(PROTECTION_SCOPE)
     if request.method not in ("GET", "PUT", "DELETE"):
         raise UnsupportedMethod(headers={"Allow": "GET, PUT, DELETE"})
-    store = get_store()
+    store = storage()
     if request.method == "DELETE":
         if not store.delete_resource_set(rs_id, pat.owner, pat.client_id):
             raise _not_found()
@@ -85,8 +79,10 @@ def item(rs_id: str) -> Response:
             "_id": existing.id,
             "user_access_policy_uri": policy_uri(rs_id),
         }
-        return _no_cache(jsonify(body))
+        return jsonify(body)
     description = load(_description_schema, read_json_object())
-    if not store.update_resource_set(rs_id, pat.owner, pat.client_id, description):
+    if not store.replace_resource_set(
+        rs_id, pat.owner, pat.client_id, description, runtime().clock.now()
+    ):
         raise _not_found()  # deleted between the read and the write
-    return _no_cache(jsonify({"_id": rs_id}))
+    return jsonify({"_id": rs_id})

@@ -12,11 +12,14 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import ClientMixin, InvalidScopeError, grants, scope_to_list
 from flask import Blueprint, Flask, Response, current_app
 
-from .. import secrets_at_rest
-from ..storage.sqlite import Client, get_store
+from ..runtime import runtime
+from ..services.accounts import new_access_token, store_access_token
+from ..storage.per_request import storage
+from ..storage.records import Client
 from .bearer import SCOPE_ALIASES
 
 bp = Blueprint("oauth", __name__)
+_SERVER = "umaserver.authorization_server"
 
 TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
 GRANT_TYPES = ("client_credentials",)
@@ -72,13 +75,15 @@ class UMAAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
 
 
 def _query_client(client_id: str) -> OAuthClient | None:
-    client = get_store().get_client(client_id)
+    client = storage().get_client(client_id)
     return OAuthClient(client) if client is not None else None
 
 
 def _save_token(token: dict[str, Any], request: Any) -> None:
     # client_credentials: the token acts for the client itself (no user).
-    get_store().create_access_token(
+    store_access_token(
+        storage(),
+        runtime().clock.now(),
         token["access_token"],
         request.client.get_client_id(),
         None,
@@ -88,21 +93,19 @@ def _save_token(token: dict[str, Any], request: Any) -> None:
 
 
 def _new_access_token(**_: Any) -> str:
-    return secrets_at_rest.new_token(secrets_at_rest.ACCESS_TOKEN_PREFIX)
+    return new_access_token()
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask, access_token_lifetime: int) -> None:
     app.config["OAUTH2_ACCESS_TOKEN_GENERATOR"] = _new_access_token
-    app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {
-        grant: app.config["UMA"].lifetimes.access_token for grant in GRANT_TYPES
-    }
+    app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {grant: access_token_lifetime for grant in GRANT_TYPES}
     server = UMAAuthorizationServer(app, query_client=_query_client, save_token=_save_token)
     server.register_grant(ClientCredentialsGrant)
-    app.extensions["uma_authorization_server"] = server
+    app.extensions[_SERVER] = server
 
 
 @bp.post("/token")
 def token() -> Response:
-    server: UMAAuthorizationServer = current_app.extensions["uma_authorization_server"]
+    server: UMAAuthorizationServer = current_app.extensions[_SERVER]
     response: Response = server.create_token_response()
     return response

@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS rpts (
     revoked          INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS rpts_by_aat ON rpts (aat_digest, revoked);
+CREATE INDEX IF NOT EXISTS rpts_by_expiry ON rpts (expires_at);
 
 -- One permission per resource set in an RPT; a repeat grant merges scopes and renews expiry.
 CREATE TABLE IF NOT EXISTS permissions (
@@ -111,4 +112,12 @@ CREATE TABLE IF NOT EXISTS seen_assertions (
     requesting_party TEXT NOT NULL,
     expires_at       INTEGER NOT NULL,
     PRIMARY KEY (issuer, assertion_id, ticket_digest)
+);
+CREATE INDEX IF NOT EXISTS seen_assertions_by_expiry ON seen_assertions (expires_at);
+
+-- The migrations applied to this database (migrations/NNNN_*.sql); a database without this table
+-- has the schema of version 1.
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at INTEGER NOT NULL
 );

@@ -1,0 +1,34 @@
+"""What an app's blueprints share, typed: the config, the clock, the owners' rules, the claim
+verifiers and the key that makes RPTs from their seeds. `create_app` installs it; `runtime()` reads
+it inside a request (instead of string keys into `app.config` and `app.extensions`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from flask import Flask, current_app
+
+from .claims.verifiers import ConfiguredVerifiers
+from .clock import Clock
+from .config import Config
+from .policy.store import PolicyStore
+
+_KEY = "umaserver.runtime"
+
+
+@dataclass(frozen=True)
+class Runtime:
+    config: Config
+    clock: Clock
+    policies: PolicyStore
+    verifiers: ConfiguredVerifiers
+    rpt_key: bytes = field(repr=False)
+
+
+def install(app: Flask, runtime: Runtime) -> None:
+    app.extensions[_KEY] = runtime
+
+
+def runtime() -> Runtime:
+    found: Runtime = current_app.extensions[_KEY]
+    return found

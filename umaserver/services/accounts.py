@@ -1,0 +1,79 @@
+"""Clients, users and their access tokens (PATs and AATs): made with fresh secrets that exist only
+in the return value; stored as digests; revoked with what they carry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import secrets_at_rest
+from ..storage import Storage
+from ..storage.records import AccessToken, Client, User
+
+
+def create_client(
+    storage: Storage,
+    now: int,
+    name: str,
+    redirect_uris: list[str],
+    push_claim_types: list[str],
+) -> tuple[Client, str]:
+    """The client and its secret, which is shown once and stored only as a digest."""
+    secret = secrets_at_rest.new_token(secrets_at_rest.CLIENT_SECRET_PREFIX)
+    client = Client(
+        client_id=secrets_at_rest.new_id(),
+        secret_digest=secrets_at_rest.digest(secret),
+        name=name,
+        redirect_uris=tuple(redirect_uris),
+        push_claim_types=tuple(push_claim_types),
+    )
+    storage.add_client(client, now)
+    return client, secret
+
+
+def create_user(
+    storage: Storage, now: int, username: str, password_hash: str | None, claims: dict[str, Any]
+) -> User | None:
+    """None when the username is taken."""
+    user = User(secrets_at_rest.new_id(), username, password_hash, claims)
+    return user if storage.add_user(user, now) else None
+
+
+def new_access_token() -> str:
+    return secrets_at_rest.new_token(secrets_at_rest.ACCESS_TOKEN_PREFIX)
+
+
+def store_access_token(
+    storage: Storage,
+    now: int,
+    token: str,
+    client_id: str,
+    user_sub: str | None,
+    scope: str,
+    lifetime: int,
+) -> None:
+    """Remembers a token made by `new_access_token` (or by Authlib's generator, which uses it)."""
+    storage.add_access_token(
+        AccessToken(
+            digest=secrets_at_rest.digest(token),
+            client_id=client_id,
+            user_sub=user_sub,
+            username=None,
+            scope=scope,
+            issued_at=now,
+            expires_at=now + lifetime,
+            revoked=False,
+        )
+    )
+
+
+def find_access_token(storage: Storage, unverified_token: str) -> AccessToken | None:
+    return storage.get_access_token(secrets_at_rest.digest(unverified_token))
+
+
+def revoke_access_token(storage: Storage, token: str) -> bool:
+    """False when no live token matches. Revoking an AAT revokes the RPTs issued under it."""
+    digest = secrets_at_rest.digest(token)
+    with storage.transaction():
+        revoked = storage.revoke_access_token(digest)
+        storage.revoke_rpts_of(digest)
+    return revoked

@@ -1,0 +1,94 @@
+"""The one home of the authorization decision.
+
+`decide_access` takes what a request is about (owner, resource set, scopes, the client and what it
+can supply, the requesting party, the claims gathered) and returns the policy engine's `Decision`,
+whose explanation is built only when asked. The authorization request endpoint, `policy explain`
+and the owner's pages all call it; nothing else assembles a decision.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..claims.model import OIDC_TYPE, SAML_TYPE, Claim, Verifiers, suppliable
+from ..policy.rules import Decision, ResourceSetRef, RuleSet, decide
+from ..storage import Storage
+from ..storage.records import ResourceSet
+
+
+@dataclass(frozen=True)
+class Supplier:
+    """The client a decision supposes: its id (the issuer of its plain claims), the claim types it
+    may push, and the (claim type, issuer) pairs it can supply."""
+
+    client_id: str
+    push_types: tuple[str, ...]
+    can_supply: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, client_id: str, push_types: Collection[str], verifiers: Verifiers) -> Supplier:
+        return cls(client_id, tuple(push_types), suppliable(client_id, push_types, verifiers))
+
+
+@dataclass(frozen=True)
+class AccessRequest:
+    owner: str  # as the rules name owners: a username, or client:<client_id>
+    resource_set: ResourceSet
+    scopes: tuple[str, ...]
+    client: Supplier
+    requesting_party: str
+    claims: Sequence[Claim]
+
+
+def decide_access(rules: RuleSet, request: AccessRequest) -> Decision:
+    description = request.resource_set.description
+    return decide(
+        rules,
+        owner=request.owner,
+        resource_set=ResourceSetRef(
+            id=request.resource_set.id, name=description["name"], type=description.get("type")
+        ),
+        scopes=request.scopes,
+        claims=request.claims,
+        can_supply=request.client.can_supply,
+    )
+
+
+def owner_name(storage: Storage, owner: str) -> str:
+    """An owner as the rules name it: the username, or `client:<client_id>` as stored."""
+    return storage.get_username(owner) or owner
+
+
+ANY_CLIENT_ID = "-"
+
+
+def any_client(
+    rules: RuleSet,
+    owner: str,
+    claim_objects: Sequence[dict[str, Any]],
+    verifiers: Verifiers,
+    storage: Storage,
+) -> Supplier:
+    """A client that may push anything, for a decision asked about without one: every claim type
+    the claim objects and the owner's rules name, on its own word, as a registered client the rules
+    name as issuer would for plain types, and from the configured identity providers for
+    verified ones."""
+    conditions = [c for rule in rules.rules_for(owner) for c in rule.conditions]
+    types = tuple(
+        dict.fromkeys(
+            [
+                OIDC_TYPE,
+                *(o["type"] for o in claim_objects),
+                *(t for c in conditions for t in c.types or ()),
+            ]
+        )
+    )
+    pairs = set(suppliable(ANY_CLIENT_ID, types, verifiers))
+    for condition in conditions:
+        plain = [t for t in condition.types or types if t not in (SAML_TYPE, OIDC_TYPE)]
+        clients = [i for i in condition.issuers or () if storage.get_client(i) is not None]
+        pairs.update(itertools.product(plain, clients if condition.issuers else (ANY_CLIENT_ID,)))
+    return Supplier(ANY_CLIENT_ID, types, frozenset(pairs))

@@ -1,0 +1,186 @@
+"""The storage contract: every operation the services need, and nothing that decides.
+
+Storage stores and fetches. What to merge, what a replay means, what to prune and when, and what a
+revocation takes with it are the services' decisions; the contract offers the primitives they are
+made of. Times are passed in (seconds since the epoch) by callers that read one clock. Tokens,
+tickets and secrets cross it only as digests.
+
+A `Storage` is one handle on one connection. `transaction()` opens one write transaction through
+which every aggregate's operations run; an operation called outside one runs in a transaction of its
+own. The atomic primitives (`consume_ticket`, `finish_ticket`, `count_ticket_request`,
+`record_assertion_use`) are safe under concurrent callers on separate handles: of racers on one open
+ticket exactly one consumes it. The authorization request must read its ticket, record claims and
+assertion uses, decide and consume inside one `transaction()`, so that what it decided on is what
+it recorded.
+
+Implementations: `sqlite.SQLiteStorage`. The suite in `tests/storage/` checks any implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from ..claims.model import Claim
+from .records import (
+    AccessToken,
+    AssertionUse,
+    Client,
+    Permission,
+    ResourceSet,
+    Rpt,
+    Ticket,
+    User,
+)
+
+
+class Clients(Protocol):
+    def add_client(self, client: Client, created_at: int) -> None: ...
+
+    def get_client(self, client_id: str) -> Client | None: ...
+
+
+class Users(Protocol):
+    def add_user(self, user: User, created_at: int) -> bool:
+        """False (and nothing stored) when the username is taken."""
+        ...
+
+    def get_user_by_username(self, username: str) -> User | None: ...
+
+    def get_username(self, sub: str) -> str | None: ...
+
+
+class AccessTokens(Protocol):
+    def add_access_token(self, token: AccessToken) -> None: ...
+
+    def get_access_token(self, digest: str) -> AccessToken | None:
+        """The token with its user's username (None for a client's own token)."""
+        ...
+
+    def revoke_access_token(self, digest: str) -> bool:
+        """False when no such unrevoked token exists."""
+        ...
+
+
+class ResourceSets(Protocol):
+    """Sets are found by (id, owner, resource server), except by `find_resource_set`, which the
+    decision about a ticket uses whoever asks."""
+
+    def add_resource_set(self, resource_set: ResourceSet, created_at: int) -> None: ...
+
+    def get_resource_set(self, rs_id: str, owner: str, client_id: str) -> ResourceSet | None: ...
+
+    def find_resource_set(self, rs_id: str) -> ResourceSet | None: ...
+
+    def replace_resource_set(
+        self, rs_id: str, owner: str, client_id: str, description: dict[str, Any], updated_at: int
+    ) -> bool:
+        """False when there is no such set for this owner and resource server."""
+        ...
+
+    def delete_resource_set(self, rs_id: str, owner: str, client_id: str) -> bool:
+        """Deletes the set with its tickets, their claims, and the permissions on it."""
+        ...
+
+    def list_resource_sets(self, owner: str, client_id: str) -> list[str]:
+        """The ids in the order they were registered."""
+        ...
+
+
+class Tickets(Protocol):
+    def add_ticket(self, ticket: Ticket) -> None: ...
+
+    def get_ticket(self, digest: str) -> Ticket | None: ...
+
+    def count_ticket_request(self, digest: str) -> int:
+        """Counts one request made with an open ticket; the new count (0: not open)."""
+        ...
+
+    def consume_ticket(self, digest: str) -> bool:
+        """open -> granted; True for exactly one caller."""
+        ...
+
+    def finish_ticket(self, digest: str) -> bool:
+        """open -> finished; True for exactly one caller."""
+        ...
+
+    def delete_tickets_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` tickets that expired before `moment`, with their claims."""
+        ...
+
+
+class GatheredClaims(Protocol):
+    def record_claims(
+        self, ticket_digest: str, requesting_party: str, claims: Iterable[Claim]
+    ) -> None:
+        """Stores each claim, replacing a stored one of the same type and name for this ticket
+        and requesting party."""
+        ...
+
+    def gathered_claims(self, ticket_digest: str, requesting_party: str) -> list[Claim]: ...
+
+
+class AssertionUses(Protocol):
+    def record_assertion_use(self, use: AssertionUse, now: int) -> list[AssertionUse]:
+        """Records this use and returns the uses of the same assertion (issuer and ID) made
+        before it that have not expired at `now`. Of two uses with one ticket the first is kept."""
+        ...
+
+    def delete_assertion_uses_expired_before(self, moment: int, limit: int) -> int: ...
+
+
+class Rpts(Protocol):
+    def add_rpt(self, rpt: Rpt) -> None: ...
+
+    def get_rpt(self, digest: str) -> Rpt | None: ...
+
+    def live_rpt_of(self, aat_digest: str, now: int) -> Rpt | None:
+        """The newest unrevoked, unexpired RPT issued under this AAT."""
+        ...
+
+    def revoke_rpts_of(self, aat_digest: str) -> int: ...
+
+    def delete_rpts_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` RPTs that expired before `moment`, with their permissions."""
+        ...
+
+
+class Permissions(Protocol):
+    def get_permission(self, rpt_digest: str, rs_id: str) -> Permission | None: ...
+
+    def put_permission(self, rpt_digest: str, permission: Permission) -> None:
+        """Stores the RPT's one permission on that resource set, replacing any before."""
+        ...
+
+    def permissions_of(self, rpt_digest: str, now: int) -> list[Permission]:
+        """The RPT's unexpired permissions."""
+        ...
+
+    def permissions_for(
+        self, rpt_digest: str, owner: str, client_id: str, now: int
+    ) -> list[Permission]:
+        """The RPT's unexpired permissions on sets of this owner registered by this resource
+        server, in the order they were issued."""
+        ...
+
+
+class Storage(
+    Clients,
+    Users,
+    AccessTokens,
+    ResourceSets,
+    Tickets,
+    GatheredClaims,
+    AssertionUses,
+    Rpts,
+    Permissions,
+    Protocol,
+):
+    """One handle on the store: every aggregate, one connection, one unit of work."""
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """One write transaction; a nested use joins the outer one. An exception rolls back."""
+        ...
+
+    def close(self) -> None: ...
