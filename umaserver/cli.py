@@ -22,7 +22,9 @@ from .api.bearer import SCOPE_ALIASES
 from .claims.model import OIDC_TYPE, SAML_TYPE, ClaimsError, read_claim_objects, suppliable
 from .claims.verifiers import ConfiguredVerifiers
 from .config import Config, ConfigError, load_config
-from .policy.rules import PolicyError, ResourceSetRef, RuleSet, decide, load_rules
+from .policy.decision import decide
+from .policy.rule_file import PolicyError, load_rules
+from .policy.rules import ResourceSetRef, RuleSet
 from .storage.sqlite import Store
 
 

@@ -18,7 +18,8 @@ from .. import secrets_at_rest
 from ..claims.model import ClaimsError, ClaimsUnavailable, Verifiers, read_claim_objects, suppliable
 from ..config import Lifetimes
 from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
-from ..policy.rules import Decision, ResourceSetRef, RuleSet, decide
+from ..policy.decision import Decision, decide
+from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage.sqlite import AccessToken, Client, Rpt, Store, Ticket
 
 log = logging.getLogger("umaserver.decisions")
