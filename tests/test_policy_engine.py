@@ -9,22 +9,16 @@ import os
 import threading
 import tomllib
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from umaserver.claims.model import Claim
-from umaserver.policy.rules import (
-    OPERATORS,
-    Decision,
-    PolicyError,
-    ResourceSetRef,
-    RuleSet,
-    decide,
-    load_rules,
-    parse_rules,
-)
+from umaserver.policy.decision import Decision, decide
+from umaserver.policy.rule_file import OPERATORS, PolicyError, load_rules, parse_rules
+from umaserver.policy.rules import ResourceSetRef, Rule, RuleSet
 from umaserver.policy.store import PolicyStore
 
 EMPLOYEE = "https://example.com/claims/employee"
@@ -77,7 +71,7 @@ def ask(
 
 
 def reasons(decision: Decision) -> dict[str, list[str]]:
-    return {verdict.id: list(verdict.reasons) for verdict in decision.verdicts}
+    return {verdict.id: list(verdict.reasons) for verdict in decision.explain()}
 
 
 DOCTOR = 'claim = "role"\ncontains = "doctor"'
@@ -162,7 +156,7 @@ def test_operator(operator: str, value: Any, holds: bool, said: str) -> None:
         assert decision.outcome == "deny"
         assert decision.rule_ids == ()
         assert reasons(decision) == {"r": [f"condition 0 on 'c' failed: no accepted claim {said}"]}
-    assert decision.verdicts[0].holds is holds
+    assert decision.explain()[0].holds is holds
 
 
 def test_a_catastrophic_backtracking_pattern_runs_in_linear_time() -> None:
@@ -239,7 +233,7 @@ def test_only_claims_from_accepted_types_and_issuers_count(
 )
 def test_type_and_issuer_filters(condition: str, claim_type: str, issuer: str, holds: bool) -> None:
     decision = ask(rule("r", condition), [claim("role", ["doctor"], claim_type, issuer)])
-    assert decision.verdicts[0].holds is holds
+    assert decision.explain()[0].holds is holds
 
 
 def test_every_condition_must_hold() -> None:
@@ -385,14 +379,14 @@ def test_resource_set_matching(
         assert decision.outcome == "deny"
         assert decision.summary == "Denied: no rule of 'alice' covers resource set 'X-ray'."
         assert reasons(decision) == {"r": [f"does not cover resource set 'X-ray' ({described})"]}
-        assert decision.verdicts[0].holds is False
+        assert decision.explain()[0].holds is False
 
 
 def test_other_owners_rules_are_ignored() -> None:
     text = rule("bobs", owner="bob") + rule("alices", sets='names = ["Diary"]')
     decision = ask(text)
     assert decision.outcome == "deny"
-    assert [verdict.id for verdict in decision.verdicts] == ["alices"]
+    assert [verdict.id for verdict in decision.explain()] == ["alices"]
     assert parse_rules(text).rules_for("bob")[0].id == "bobs"
     assert parse_rules(text).rules_for("carol") == ()
 
@@ -607,6 +601,54 @@ def test_decision_as_dict() -> None:
         "summary": "Rule 'colleagues' could grant 'print' on resource set 'X-ray' with 1 more"
         " claim: 'email'.",
     }
+
+
+class _Noted(str):
+    """A rule's text that notes each time it is put into a sentence, i.e. into a reason."""
+
+    def __new__(cls, text: str, noted: list[str]) -> _Noted:
+        self = super().__new__(cls, text)
+        self.noted = noted
+        return self
+
+    def __format__(self, spec: str) -> str:
+        self.noted.append(str(self))
+        return super().__format__(spec)
+
+
+def test_the_explanation_is_built_only_when_asked_and_then_kept() -> None:
+    noted: list[str] = []
+
+    def noting(r: Rule) -> Rule:
+        sets = replace(r.resource_sets, description=_Noted(r.resource_sets.description, noted))
+        conditions = tuple(
+            replace(c, description=_Noted(c.description, noted)) for c in r.conditions
+        )
+        return replace(r, resource_sets=sets, conditions=conditions)
+
+    text = TWO_RULES + rule("diary", sets='names = ["Diary"]')
+    rules = RuleSet(noting(r) for r in parse_rules(text).rules)
+    decision = decide(
+        rules,
+        owner="alice",
+        resource_set=XRAY,
+        scopes=["view", "print"],
+        claims=[IS_DOCTOR],
+        can_supply=SUPPLY,
+    )
+    assert (decision.outcome, decision.rule_ids) == ("need_claims", ("colleagues",))
+    assert [needed.name for needed in decision.need_claims] == ["email"]
+    assert decision.summary.startswith("Rule 'colleagues' could grant 'print'")
+    assert noted == []  # deciding wrote no reason
+
+    verdicts = decision.explain()
+    # The missing email claim's reason names the claim, not what the rule wants of it.
+    assert noted == ["contains 'doctor'", "names ['Diary']"]
+    assert [verdict.id for verdict in verdicts] == ["doctors", "colleagues", "diary"]
+    assert decision.explain() is verdicts
+    assert decision.as_dict()["explanation"] == [verdict.as_dict() for verdict in verdicts]
+    assert len(noted) == 2  # built once, however often asked
+    assert decision.as_dict() == ask(text, [IS_DOCTOR], ["view", "print"]).as_dict()
 
 
 # -- the rule file's errors ---------------------------------------------------------------------

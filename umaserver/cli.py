@@ -22,7 +22,7 @@ from .claims.model import ClaimsError, read_claim_objects
 from .claims.verifiers import ConfiguredVerifiers
 from .clock import SystemClock
 from .config import Config, ConfigError, load_config
-from .policy.rules import PolicyError, load_rules
+from .policy.rule_file import PolicyError, load_rules
 from .services import accounts
 from .services.decision import AccessRequest, Supplier, any_client, decide_access, owner_name
 from .storage import SchemaError, Storage, open_storage, prepare_database

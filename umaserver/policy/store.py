@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .rules import PolicyError, RuleSet, load_rules
+from .rule_file import PolicyError, load_rules
+from .rules import RuleSet
 
 log = logging.getLogger("umaserver.policy")
 

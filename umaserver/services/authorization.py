@@ -25,7 +25,8 @@ from ..claims.model import (
 )
 from ..config import Lifetimes
 from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
-from ..policy.rules import NeededClaim, RuleSet
+from ..policy.decision import NeededClaim
+from ..policy.rules import RuleSet
 from ..storage import Storage
 from ..storage.records import AccessToken, AssertionUse, Client, Ticket
 from . import rpts

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..claims.model import OIDC_TYPE, SAML_TYPE, Claim, Verifiers, suppliable
-from ..policy.rules import Decision, ResourceSetRef, RuleSet, decide
+from ..policy.decision import Decision, decide
+from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage import Storage
 from ..storage.records import ResourceSet
 
