@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 import click
 from flask import Flask
 
-from . import create_app, secrets_at_rest
+from . import create_app, secrets_at_rest, strict_json
 from .api.bearer import SCOPE_ALIASES
-from .claims.model import ClaimsError, read_claim_objects
+from .claims.model import REDIRECT_TYPE, ClaimsError, read_claim_objects
 from .claims.verifiers import ConfiguredVerifiers
 from .clock import SystemClock
 from .config import Config, ConfigError, load_config
@@ -157,9 +157,6 @@ def _check_redirect_uri(uri: str) -> str:
     return uri
 
 
-REDIRECT_CLAIM_TYPE = "claim-client-redirect-1.0"
-
-
 @client.command("create")
 @click.option("--name", required=True, help="A name shown to people.")
 @click.option("--redirect-uri", "redirect_uris", multiple=True, help="A redirect URI (repeatable).")
@@ -180,8 +177,8 @@ def client_create(
     for claim_type in push_types:
         if not claim_type.strip():
             fail("A claim type must not be empty.")
-        if claim_type == REDIRECT_CLAIM_TYPE:
-            fail(f"{REDIRECT_CLAIM_TYPE} is gathered by this server, not pushed by a client.")
+        if claim_type == REDIRECT_TYPE:
+            fail(f"{REDIRECT_TYPE} is gathered by this server, not pushed by a client.")
     created, secret = accounts.create_client(
         _store(ctx), CLOCK.now(), name, uris, list(dict.fromkeys(push_types))
     )
@@ -343,7 +340,7 @@ def policy_explain(
     if resource_set is None or owner_name(store, resource_set.owner) != owner:
         fail(f"{owner!r} has no resource set {rs_id!r}.")
     try:
-        objects = json.load(claims_file)
+        objects = strict_json.loads(claims_file.read())
     except ValueError as error:
         fail(f"The claims file is not JSON: {error}")
     if not isinstance(objects, list) or not all(

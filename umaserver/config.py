@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .claims.id_tokens import DEFAULT_ALGORITHMS, OidcIssuer
+from .claims.oidc_issuers import DEFAULT_ALGORITHMS, OidcIssuer
 from .claims.saml import SamlIdp
 
 T = TypeVar("T")

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import Config
-from .id_tokens import KeySets, oidc_claims
+from .id_tokens import oidc_claims
+from .key_sets import KeySets
 from .model import OIDC_TYPE, SAML_TYPE, Assertion, ClaimsError, VerifiedClaims
 from .saml import SamlSettings, assertion_claims, verify_assertion
 

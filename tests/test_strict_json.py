@@ -1,0 +1,75 @@
+"""strict_json: the one reader for untrusted JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from umaserver.strict_json import StrictJSONError, loads, loads_object
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        (
+            '{"a": 1, "b": [1.5, -2, 1e308, 1e-999], "c": null}',
+            {"a": 1, "b": [1.5, -2, 1e308, 0.0], "c": None},
+        ),
+        (
+            '{"a": {"x": 1}, "b": {"x": 2}}',
+            {"a": {"x": 1}, "b": {"x": 2}},
+        ),  # same name, two objects
+        ("[]", []),
+        ('"NaN"', "NaN"),
+        (b'{"caf\\u00e9": "\xc3\xa9"}', {"café": "é"}),
+        ('{"a": 1}'.encode("utf-16"), {"a": 1}),
+    ],
+)
+def test_strict_json_is_read(text: str | bytes, value: Any) -> None:
+    assert loads(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"a": 1, "a": 1}', "member 'a' appears more than once"),
+        ('[{"x": {"a": 1, "a": 2}}]', "member 'a' appears more than once"),
+        ('{"' + "n" * 100 + '": 1, "' + "n" * 100 + '": 2}', "member '" + "n" * 64 + "' appears"),
+        ('{"it\'s": 1, "it\'s": 2}', 'member "it\'s" appears'),
+        ("NaN", "NaN is not a JSON number"),
+        ('{"a": Infinity}', "Infinity is not a JSON number"),
+        ("[-Infinity]", "-Infinity is not a JSON number"),
+        ("1e999", "number '1e999' is too large"),
+        ("[-1e999]", "number '-1e999' is too large"),
+        ("1" * 5000, "an integer of 5000 digits is too long"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("{not json", "Expecting property name"),
+        ("", "Expecting value"),
+        ("[1] [2]", "Extra data"),
+        (b"\xff\xfe\xfd", "not UTF-8, UTF-16 or UTF-32"),
+    ],
+)
+def test_not_strict_json_is_refused(text: str | bytes, message: str) -> None:
+    with pytest.raises(StrictJSONError) as refused:
+        loads(text)
+    assert message in str(refused.value)
+    assert isinstance(refused.value, ValueError)
+
+
+def test_a_long_member_name_is_cut_short_in_the_message() -> None:
+    name = "n" * 1000
+    with pytest.raises(StrictJSONError) as refused:
+        loads(f'{{"{name}": 1, "{name}": 2}}')
+    assert len(str(refused.value)) < 100
+
+
+@pytest.mark.parametrize(
+    ("text", "refused"), [("{}", False), ("[]", True), ("null", True), ('"{}"', True)]
+)
+def test_loads_object_wants_an_object(text: str, refused: bool) -> None:
+    if refused:
+        with pytest.raises(StrictJSONError, match="not a JSON object"):
+            loads_object(text)
+    else:
+        assert loads_object(text) == {}

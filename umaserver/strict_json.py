@@ -1,0 +1,85 @@
+"""The one strict reader for JSON that someone else wrote: request bodies, ID tokens, JWK sets.
+
+Parsers disagree on what a repeated member means (the first wins, the last wins, an error), so a
+document with one is refused rather than read one way here and another way by whoever checked it.
+`NaN`, `Infinity` and numbers too large for a float (`1e999`) are not JSON either: Python reads
+them, but writes them back as text no other parser accepts. Plain Python: no Flask here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+#: The longest part of an untrusted member name or number shown in an error message.
+_SHOWN_LENGTH = 64
+
+
+class StrictJSONError(ValueError):
+    """The text is not strict JSON; the message says why, quoting at most a short excerpt."""
+
+
+def _shown(text: str) -> str:
+    return repr(text[:_SHOWN_LENGTH])
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in result:
+            raise StrictJSONError(f"member {_shown(name)} appears more than once")
+        result[name] = value
+    return result
+
+
+def _no_constant(name: str) -> Any:
+    # Called for NaN, Infinity and -Infinity only.
+    raise StrictJSONError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise StrictJSONError(f"number {_shown(text)} is too large")
+    return number
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        # Longer than Python converts (sys.get_int_max_str_digits()); nobody sends such numbers.
+        raise StrictJSONError(f"an integer of {len(text)} digits is too long") from None
+
+
+def loads(data: bytes | str) -> Any:
+    """The JSON value of `data` (UTF-8, -16 or -32 when bytes), strictly read.
+
+    Raises StrictJSONError for text that is not JSON, a member repeated within one object, `NaN`,
+    `Infinity`, `-Infinity`, a number that overflows a float, or nesting too deep to read.
+    """
+    try:
+        return json.loads(
+            data,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+            parse_int=_integer,
+        )
+    except StrictJSONError:
+        raise
+    except json.JSONDecodeError as error:
+        raise StrictJSONError(str(error)) from None
+    except UnicodeDecodeError:
+        raise StrictJSONError("it is not UTF-8, UTF-16 or UTF-32 text") from None
+    except RecursionError:
+        raise StrictJSONError("it is nested too deeply") from None
+
+
+def loads_object(data: bytes | str) -> dict[str, Any]:
+    """Like `loads`, for a document that must be a JSON object; raises StrictJSONError."""
+    document = loads(data)
+    if not isinstance(document, dict):
+        raise StrictJSONError("it is not a JSON object")
+    return document
