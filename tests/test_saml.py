@@ -37,9 +37,8 @@ from tests.saml_fixtures import (
     signed_assertion,
     to_b64,
 )
-from umaserver.claims.model import Claim, ClaimsError
+from umaserver.claims.model import SAML_TYPE, Claim, ClaimsError
 from umaserver.claims.saml import (
-    CLAIM_TYPE,
     SamlIdp,
     SamlSettings,
     VerifiedAssertion,
@@ -120,7 +119,7 @@ def test_assertion_claims_carry_the_idp_as_issuer() -> None:
     claims = assertion_claims(verified, "client-1", NOW + 5)
     by_name = {claim.name: claim for claim in claims}
     assert by_name["eduPersonAffiliation"] == Claim(
-        type=CLAIM_TYPE,
+        type=SAML_TYPE,
         name="eduPersonAffiliation",
         value=["member", "staff"],
         issuer=IDP,

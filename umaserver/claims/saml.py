@@ -30,9 +30,7 @@ from signxml.algorithms import CanonicalizationMethod, DigestAlgorithm, Signatur
 from signxml.exceptions import InvalidCertificate, SignXMLException
 from signxml.verifier import SignatureConfiguration, VerifyResult, XMLVerifier
 
-from umaserver.claims.model import Claim, ClaimsError
-
-CLAIM_TYPE = "claim-client-assertion-saml-1.0"
+from .model import SAML_TYPE, Claim, ClaimsError
 
 SAML_NS = "urn:oasis:names:tc:SAML:2.0:assertion"
 SAMLP_NS = "urn:oasis:names:tc:SAML:2.0:protocol"
@@ -190,7 +188,7 @@ def assertion_claims(verified: VerifiedAssertion, client_id: str, gathered_at: i
     """The claims a verified assertion carries, issued by its identity provider."""
     return [
         Claim(
-            type=CLAIM_TYPE,
+            type=SAML_TYPE,
             name=name,
             value=list(value) if isinstance(value, list) else value,
             issuer=verified.issuer,
