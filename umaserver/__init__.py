@@ -35,8 +35,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     """Build the app from `config`, or from the file named by UMASERVER_CONFIG, with the database
     created or upgraded. `clock` is where every part of the server reads the time.
 
-    Raises ConfigError, PolicyError, SchemaError, sqlite3.Error or ValueError (a broken JWKS
-    file) when it cannot serve.
+    Raises ConfigError, PolicyError, StorageError or ValueError (a broken JWKS file) when it
+    cannot serve.
     """
     if config is None:
         config = load_config()

@@ -7,7 +7,6 @@ Successful commands print JSON on stdout; errors go to stderr as plain sentences
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -25,7 +24,7 @@ from .config import Config, ConfigError, load_config
 from .policy.rule_file import PolicyError, load_rules
 from .services import accounts
 from .services.decision import AccessRequest, Supplier, any_client, decide_access, owner_name
-from .storage import SchemaError, Storage, open_storage, prepare_database
+from .storage import Storage, StorageError, open_storage, prepare_database
 
 
 class Failure(click.ClickException):
@@ -57,7 +56,7 @@ CLOCK = SystemClock()
 def _prepare(config: Config) -> tuple[int, int]:
     try:
         return prepare_database(config.database, CLOCK.now())
-    except (SchemaError, sqlite3.Error, OSError) as error:
+    except (StorageError, OSError) as error:
         fail(f"The database {config.database} could not be prepared: {error}")
 
 

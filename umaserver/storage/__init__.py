@@ -8,25 +8,30 @@ every command that opens the database call it.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from .contract import Storage
-from .migrations import SchemaError, migrate
+from .migrations import SchemaError, StorageError, migrate
 from .sqlite import SQLiteStorage, connect
 
-__all__ = ["SchemaError", "Storage", "open_storage", "prepare_database"]
+__all__ = ["SchemaError", "Storage", "StorageError", "open_storage", "prepare_database"]
 
 
 def prepare_database(path: Path, now: int) -> tuple[int, int]:
     """Creates or upgrades the database at `path`: (schema version found, version left).
 
-    Raises SchemaError (a database newer than this code, a broken migration) or sqlite3.Error.
+    Raises SchemaError (a database newer than this code, a broken migration), or StorageError
+    when the file cannot be opened or written.
     """
-    conn = connect(path)
     try:
-        return migrate(conn, now)
-    finally:
-        conn.close()
+        conn = connect(path)
+        try:
+            return migrate(conn, now)
+        finally:
+            conn.close()
+    except sqlite3.Error as error:
+        raise StorageError(str(error)) from error
 
 
 def open_storage(path: Path) -> Storage:

@@ -18,7 +18,11 @@ from importlib import resources
 _FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 
 
-class SchemaError(Exception):
+class StorageError(Exception):
+    """The database cannot be opened, created or upgraded; the message says why."""
+
+
+class SchemaError(StorageError):
     """The database cannot be brought to this code's schema; the message says why."""
 
 

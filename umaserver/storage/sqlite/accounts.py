@@ -1,0 +1,110 @@
+"""Clients, users and access tokens in SQLite."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from ..records import (
+    AccessToken,
+    Client,
+    User,
+)
+from .base import Base
+
+
+class Accounts(Base):
+    """Clients, users, PATs and AATs."""
+
+    def add_client(self, client: Client, created_at: int) -> None:
+        self._write(
+            "INSERT INTO clients (client_id, secret_digest, name, redirect_uris,"
+            " push_claim_types, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                client.client_id,
+                client.secret_digest,
+                client.name,
+                json.dumps(list(client.redirect_uris)),
+                json.dumps(list(client.push_claim_types)),
+                created_at,
+            ),
+        )
+
+    def get_client(self, client_id: str) -> Client | None:
+        row = self._one("SELECT * FROM clients WHERE client_id = ?", (client_id,))
+        if row is None:
+            return None
+        return Client(
+            client_id=row["client_id"],
+            secret_digest=row["secret_digest"],
+            name=row["name"],
+            redirect_uris=tuple(json.loads(row["redirect_uris"])),
+            push_claim_types=tuple(json.loads(row["push_claim_types"])),
+        )
+
+    # -- users ---------------------------------------------------------------------------------
+
+    def add_user(self, user: User, created_at: int) -> bool:
+        try:
+            self._write(
+                "INSERT INTO users (sub, username, password_hash, claims, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (user.sub, user.username, user.password_hash, json.dumps(user.claims), created_at),
+            )
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def get_user_by_username(self, username: str) -> User | None:
+        row = self._one("SELECT * FROM users WHERE username = ?", (username,))
+        if row is None:
+            return None
+        return User(row["sub"], row["username"], row["password_hash"], json.loads(row["claims"]))
+
+    def get_username(self, sub: str) -> str | None:
+        row = self._one("SELECT username FROM users WHERE sub = ?", (sub,))
+        return None if row is None else str(row["username"])
+
+    # -- PATs and AATs -------------------------------------------------------------------------
+
+    def add_access_token(self, token: AccessToken) -> None:
+        self._write(
+            "INSERT INTO access_tokens (digest, client_id, user_sub, scope, issued_at,"
+            " expires_at, revoked) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                token.digest,
+                token.client_id,
+                token.user_sub,
+                token.scope,
+                token.issued_at,
+                token.expires_at,
+                int(token.revoked),
+            ),
+        )
+
+    def get_access_token(self, digest: str) -> AccessToken | None:
+        row = self._one(
+            "SELECT t.*, u.username FROM access_tokens AS t"
+            " LEFT JOIN users AS u ON u.sub = t.user_sub WHERE t.digest = ?",
+            (digest,),
+        )
+        if row is None:
+            return None
+        return AccessToken(
+            digest=row["digest"],
+            client_id=row["client_id"],
+            user_sub=row["user_sub"],
+            username=row["username"],
+            scope=row["scope"],
+            issued_at=row["issued_at"],
+            expires_at=row["expires_at"],
+            revoked=bool(row["revoked"]),
+        )
+
+    def revoke_access_token(self, digest: str) -> bool:
+        return (
+            self._write(
+                "UPDATE access_tokens SET revoked = 1 WHERE digest = ? AND revoked = 0", (digest,)
+            )
+            == 1
+        )

@@ -1,0 +1,153 @@
+"""Resource sets and permission tickets in SQLite."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from ..records import (
+    ResourceSet,
+    Ticket,
+)
+from .base import Base
+
+
+class Resources(Base):
+    """Resource sets and the permission tickets that ask for them."""
+
+    def add_resource_set(self, resource_set: ResourceSet, created_at: int) -> None:
+        description = resource_set.description
+        self._write(
+            "INSERT INTO resource_sets (id, owner, client_id, name, type, description,"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                resource_set.id,
+                resource_set.owner,
+                resource_set.client_id,
+                description["name"],
+                description.get("type"),
+                json.dumps(description),
+                created_at,
+                created_at,
+            ),
+        )
+
+    def get_resource_set(self, rs_id: str, owner: str, client_id: str) -> ResourceSet | None:
+        return _resource_set(
+            self._one(
+                "SELECT * FROM resource_sets WHERE id = ? AND owner = ? AND client_id = ?",
+                (rs_id, owner, client_id),
+            )
+        )
+
+    def find_resource_set(self, rs_id: str) -> ResourceSet | None:
+        return _resource_set(self._one("SELECT * FROM resource_sets WHERE id = ?", (rs_id,)))
+
+    def replace_resource_set(
+        self, rs_id: str, owner: str, client_id: str, description: dict[str, Any], updated_at: int
+    ) -> bool:
+        return (
+            self._write(
+                "UPDATE resource_sets SET name = ?, type = ?, description = ?, updated_at = ?"
+                " WHERE id = ? AND owner = ? AND client_id = ?",
+                (
+                    description["name"],
+                    description.get("type"),
+                    json.dumps(description),
+                    updated_at,
+                    rs_id,
+                    owner,
+                    client_id,
+                ),
+            )
+            == 1
+        )
+
+    def delete_resource_set(self, rs_id: str, owner: str, client_id: str) -> bool:
+        # Tickets, their claims and permissions go with it (ON DELETE CASCADE).
+        return (
+            self._write(
+                "DELETE FROM resource_sets WHERE id = ? AND owner = ? AND client_id = ?",
+                (rs_id, owner, client_id),
+            )
+            == 1
+        )
+
+    def list_resource_sets(self, owner: str, client_id: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT id FROM resource_sets WHERE owner = ? AND client_id = ? ORDER BY created_at, id",
+            (owner, client_id),
+        ).fetchall()
+        return [row["id"] for row in rows]
+
+    # -- permission tickets --------------------------------------------------------------------
+
+    def add_ticket(self, ticket: Ticket) -> None:
+        self._write(
+            "INSERT INTO tickets (digest, owner, client_id, resource_set_id, scopes,"
+            " created_at, expires_at, requests, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                ticket.digest,
+                ticket.owner,
+                ticket.client_id,
+                ticket.resource_set_id,
+                json.dumps(list(ticket.scopes)),
+                ticket.created_at,
+                ticket.expires_at,
+                ticket.requests,
+                ticket.state,
+            ),
+        )
+
+    def get_ticket(self, digest: str) -> Ticket | None:
+        row = self._one("SELECT * FROM tickets WHERE digest = ?", (digest,))
+        if row is None:
+            return None
+        return Ticket(
+            digest=row["digest"],
+            owner=row["owner"],
+            client_id=row["client_id"],
+            resource_set_id=row["resource_set_id"],
+            scopes=tuple(json.loads(row["scopes"])),
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+            requests=row["requests"],
+            state=row["state"],
+        )
+
+    def count_ticket_request(self, digest: str) -> int:
+        with self.transaction():
+            row = self._one(
+                "UPDATE tickets SET requests = requests + 1 WHERE digest = ? AND state = 'open'"
+                " RETURNING requests",
+                (digest,),
+            )
+        return int(row["requests"]) if row is not None else 0
+
+    def consume_ticket(self, digest: str) -> bool:
+        return self._close_ticket(digest, "granted")
+
+    def finish_ticket(self, digest: str) -> bool:
+        return self._close_ticket(digest, "finished")
+
+    def _close_ticket(self, digest: str, state: str) -> bool:
+        return (
+            self._write(
+                "UPDATE tickets SET state = ? WHERE digest = ? AND state = 'open'", (state, digest)
+            )
+            == 1
+        )
+
+    def delete_tickets_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM tickets WHERE digest IN"
+            " (SELECT digest FROM tickets WHERE expires_at < ? LIMIT ?)",
+            (moment, limit),
+        )
+
+
+def _resource_set(row: sqlite3.Row | None) -> ResourceSet | None:
+    if row is None:
+        return None
+    return ResourceSet(row["id"], row["owner"], row["client_id"], json.loads(row["description"]))

@@ -1,0 +1,123 @@
+"""RPTs and permissions in SQLite."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from ..records import (
+    Permission,
+    Rpt,
+)
+from .base import Base
+
+
+class Tokens(Base):
+    """RPTs and the permissions they carry."""
+
+    def add_rpt(self, rpt: Rpt) -> None:
+        self._write(
+            "INSERT INTO rpts (digest, seed, aat_digest, client_id, requesting_party,"
+            " issued_at, expires_at, revoked) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rpt.digest,
+                rpt.seed,
+                rpt.aat_digest,
+                rpt.client_id,
+                rpt.requesting_party,
+                rpt.issued_at,
+                rpt.expires_at,
+                int(rpt.revoked),
+            ),
+        )
+
+    def get_rpt(self, digest: str) -> Rpt | None:
+        return _rpt(self._one("SELECT * FROM rpts WHERE digest = ?", (digest,)))
+
+    def live_rpt_of(self, aat_digest: str, now: int) -> Rpt | None:
+        return _rpt(
+            self._one(
+                "SELECT * FROM rpts WHERE aat_digest = ? AND revoked = 0 AND expires_at > ?"
+                " ORDER BY issued_at DESC LIMIT 1",
+                (aat_digest, now),
+            )
+        )
+
+    def revoke_rpts_of(self, aat_digest: str) -> int:
+        return self._write(
+            "UPDATE rpts SET revoked = 1 WHERE aat_digest = ? AND revoked = 0", (aat_digest,)
+        )
+
+    def delete_rpts_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM rpts WHERE digest IN"
+            " (SELECT digest FROM rpts WHERE expires_at < ? LIMIT ?)",
+            (moment, limit),
+        )
+
+    # -- permissions ---------------------------------------------------------------------------
+
+    def get_permission(self, rpt_digest: str, rs_id: str) -> Permission | None:
+        row = self._one(
+            "SELECT * FROM permissions WHERE rpt_digest = ? AND resource_set_id = ?",
+            (rpt_digest, rs_id),
+        )
+        return None if row is None else _permission(row)
+
+    def put_permission(self, rpt_digest: str, permission: Permission) -> None:
+        self._write(
+            "INSERT INTO permissions (rpt_digest, resource_set_id, scopes, issued_at,"
+            " expires_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (rpt_digest, resource_set_id)"
+            " DO UPDATE SET scopes = excluded.scopes, issued_at = excluded.issued_at,"
+            " expires_at = excluded.expires_at",
+            (
+                rpt_digest,
+                permission.resource_set_id,
+                json.dumps(list(permission.scopes)),
+                permission.issued_at,
+                permission.expires_at,
+            ),
+        )
+
+    def permissions_of(self, rpt_digest: str, now: int) -> list[Permission]:
+        rows = self.conn.execute(
+            "SELECT * FROM permissions WHERE rpt_digest = ? AND expires_at > ?"
+            " ORDER BY issued_at, resource_set_id",
+            (rpt_digest, now),
+        ).fetchall()
+        return [_permission(row) for row in rows]
+
+    def permissions_for(
+        self, rpt_digest: str, owner: str, client_id: str, now: int
+    ) -> list[Permission]:
+        rows = self.conn.execute(
+            "SELECT p.* FROM permissions AS p JOIN resource_sets AS r ON r.id = p.resource_set_id"
+            " WHERE p.rpt_digest = ? AND r.owner = ? AND r.client_id = ? AND p.expires_at > ?"
+            " ORDER BY p.issued_at, p.resource_set_id",
+            (rpt_digest, owner, client_id, now),
+        ).fetchall()
+        return [_permission(row) for row in rows]
+
+
+def _rpt(row: sqlite3.Row | None) -> Rpt | None:
+    if row is None:
+        return None
+    return Rpt(
+        digest=row["digest"],
+        seed=row["seed"],
+        aat_digest=row["aat_digest"],
+        client_id=row["client_id"],
+        requesting_party=row["requesting_party"],
+        issued_at=row["issued_at"],
+        expires_at=row["expires_at"],
+        revoked=bool(row["revoked"]),
+    )
+
+
+def _permission(row: sqlite3.Row) -> Permission:
+    return Permission(
+        row["resource_set_id"],
+        tuple(json.loads(row["scopes"])),
+        row["issued_at"],
+        row["expires_at"],
+    )
