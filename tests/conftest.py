@@ -1,6 +1,11 @@
 """Fixtures: `app`, `http` (the Flask test client: "client" means the OAuth client here), `cli`
 (the command line against the same config file), `store`, and `live_server` (a real
-`python -m umaserver serve` on a free port)."""
+`python -m umaserver serve` on a free port; a test that uses it is marked `live`).
+
+Every direct use of the store by the tests goes through the functions of the section "Direct uses
+of the store" below: reading or moving what HTTP cannot (the clock, a changed secret_key), and
+making parties without the command line. Only this file names `umaserver.storage`.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 import requests
@@ -21,10 +26,18 @@ from click.testing import CliRunner
 from flask import Flask
 from flask.testing import FlaskClient
 
-from umaserver import create_app
+from umaserver import create_app, secrets_at_rest
 from umaserver.cli import main as cli_main
 from umaserver.config import Config, load_config
 from umaserver.storage.sqlite import Store
+
+from .flows import Party, wait_until
+
+if TYPE_CHECKING:
+    from umaserver.claims.model import Claim
+    from umaserver.storage.sqlite import Client, Rpt, Ticket, User
+
+__all__ = ["Party", "Store"]  # re-exported: test modules take them from here
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-key-that-is-long-enough-0123456789"
@@ -68,9 +81,7 @@ def config(config_path: Path) -> Config:
 
 @pytest.fixture
 def app(config: Config) -> Flask:
-    store = Store.open(config.database)
-    store.initialise()
-    store.close()
+    open_store(config.database).close()
     app = create_app(config)
     app.config["TESTING"] = True
     return app
@@ -83,23 +94,28 @@ def http(app: Flask) -> FlaskClient:
 
 @pytest.fixture
 def store(app: Flask, config: Config) -> Iterator[Store]:
-    opened = Store.open(config.database)
+    opened = open_store(config.database)
     yield opened
     opened.close()
 
 
-@dataclass
-class Party:
-    """A client with a user and a token: a resource server with a PAT, or a client with an AAT."""
+# -- Direct uses of the store --------------------------------------------------------------------
+# The only functions of the tests that call the store's methods or run SQL on its connection.
 
-    client_id: str
-    client_secret: str
-    username: str
-    token: str
+TokenKind = Literal["tickets", "rpts", "access_tokens"]
 
-    @property
-    def auth(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
+
+def open_store(database: Path) -> Store:
+    """The store of `database`, its schema created (or upgraded) first."""
+    store = Store.open(database)
+    store.initialise()
+    return store
+
+
+def make_client(store: Store, name: str, push_types: tuple[str, ...] = ()) -> tuple[str, str]:
+    """A registered client: its client_id and secret."""
+    made, secret = store.create_client(name, [], list(push_types))
+    return made.client_id, secret
 
 
 def make_party(
@@ -109,15 +125,79 @@ def make_party(
     client_id: str | None = None,
     push_types: tuple[str, ...] = (),
 ) -> Party:
+    """A token of `scope` for `username` (made if new) at `client_id` (or a new client)."""
     secret = ""
     if client_id is None:
-        made, secret = store.create_client(f"client of {username}", [], list(push_types))
-        client_id = made.client_id
+        client_id, secret = make_client(store, f"client of {username}", push_types)
     user = store.get_user_by_username(username) or store.create_user(username, None, {})
     assert user is not None
     token = f"uma_at_test_{username}_{client_id}_{scope}_{time.monotonic_ns()}"
     store.create_access_token(token, client_id, user.sub, scope, 3600)
     return Party(client_id, secret, username, token)
+
+
+def revoke_token(store: Store, token: str) -> bool:
+    """Revokes a PAT or an AAT, as `token revoke` does; whether it was live."""
+    return store.revoke_access_token(token)
+
+
+def set_expiry(store: Store, kind: TokenKind, expires_at: int, ticket: str | None = None) -> None:
+    """Moves the clock: every ticket, RPT or access token (or only `ticket`) now expires at
+    `expires_at`."""
+    if ticket is None:
+        store.conn.execute(f"UPDATE {kind} SET expires_at = ?", (expires_at,))  # noqa: S608
+    else:
+        assert kind == "tickets"
+        store.conn.execute(
+            "UPDATE tickets SET expires_at = ? WHERE digest = ?",
+            (expires_at, secrets_at_rest.digest(ticket)),
+        )
+
+
+def revoke_rpts(store: Store) -> None:
+    """Every RPT is revoked, as an older RPT of its AAT is."""
+    store.conn.execute("UPDATE rpts SET revoked = 1")
+
+
+def spoil_rpt_seeds(store: Store) -> None:
+    """As after a change of secret_key: the stored seeds no longer make the stored RPTs."""
+    store.conn.execute("UPDATE rpts SET seed = 'made-under-another-key'")
+
+
+def stored_client(store: Store, client_id: str) -> Client | None:
+    return store.get_client(client_id)
+
+
+def stored_user(store: Store, username: str) -> User | None:
+    return store.get_user_by_username(username)
+
+
+def stored_ticket(store: Store, ticket: str) -> Ticket | None:
+    return store.get_ticket(ticket)
+
+
+def stored_rpt(store: Store, rpt: str) -> Rpt | None:
+    return store.get_rpt(rpt)
+
+
+def gathered_claims(store: Store, ticket: str, username: str) -> list[Claim]:
+    """The claims gathered with `ticket` for the requesting party `username`."""
+    user = store.get_user_by_username(username)
+    assert user is not None
+    return store.gathered_claims(secrets_at_rest.digest(ticket), user.sub)
+
+
+def count_rows(store: Store, table: Literal["permissions", "gathered_claims"]) -> int:
+    count: int = store.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]  # noqa: S608
+    return count
+
+
+def dump_database(store: Store) -> str:
+    """Everything the database holds, as SQL text: to show what is not stored in the clear."""
+    return "\n".join(store.conn.iterdump())
+
+
+# -- Parties -----------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -207,18 +287,22 @@ def start_server(
         text=True,
     )
     log.close()  # the server has its own copy
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"server exited: {log_path.read_text(encoding='utf-8')}")
         try:
             requests.get(url + "/.well-known/uma-configuration", timeout=1)
-            break
         except requests.ConnectionError:
-            time.sleep(0.05)
-    else:
+            return False
+        return True
+
+    try:
+        wait_until(answers, timeout=30, message="server did not start")
+    except AssertionError:
         process.kill()
-        raise RuntimeError("server did not start")
+        process.wait()
+        raise
     return LiveServer(url, config_path, process, log_path)
 
 
@@ -229,6 +313,13 @@ def stop_server(server: LiveServer) -> None:
     except subprocess.TimeoutExpired:
         server.process.kill()
         server.process.wait()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts a real server is `live`: `pytest -m "not live"` leaves it out."""
+    for item in items:
+        if "live_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.live)
 
 
 @pytest.fixture
