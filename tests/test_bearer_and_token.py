@@ -8,9 +8,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from umaserver.storage.sqlite import Store
-
-from .conftest import Party, make_party
+from .conftest import Party, Store, dump_database, make_client, make_party, revoke_token, set_expiry
 
 REALM = 'Bearer realm="http://uma.test"'
 
@@ -54,9 +52,9 @@ def test_expired_and_revoked_tokens_are_invalid(
     http: FlaskClient, store: Store, rs: Party, state: str
 ) -> None:
     if state == "revoked":
-        assert store.revoke_access_token(rs.token)
+        assert revoke_token(store, rs.token)
     else:
-        store.conn.execute("UPDATE access_tokens SET expires_at = ?", (int(time.time()) - 1,))
+        set_expiry(store, "access_tokens", int(time.time()) - 1)
     response = http.get("/rs/resource_set", headers=rs.auth)
     assert_json_error(response, 401, "invalid_token")
 
@@ -75,8 +73,7 @@ def test_wrong_scope_is_insufficient_scope(http: FlaskClient, store: Store) -> N
 
 @pytest.fixture
 def registered(store: Store) -> tuple[str, str]:
-    made, secret = store.create_client("an app", [], [])
-    return made.client_id, secret
+    return make_client(store, "an app")
 
 
 @pytest.mark.parametrize(
@@ -162,5 +159,5 @@ def test_secrets_and_tokens_are_stored_as_digests(
         data={"grant_type": "client_credentials", "scope": "uma_protection"},
         auth=(client_id, secret),
     ).json["access_token"]
-    dump = "\n".join(store.conn.iterdump())
+    dump = dump_database(store)
     assert secret not in dump and token not in dump
