@@ -4,7 +4,9 @@
 
 Every direct use of the store by the tests goes through the functions of the section "Direct uses
 of the store" below: reading or moving what HTTP cannot (the clock, a changed secret_key), and
-making parties without the command line. Only this file names `umaserver.storage`.
+making parties without the command line. Test modules take the `Store` type from here too, so that
+this file is the one place to re-point when the storage layer changes (tests/test_resource_sets.py
+still calls `store.create_client` itself).
 """
 
 from __future__ import annotations
