@@ -32,17 +32,10 @@ from typing import Any
 import requests
 
 ROOT = Path(__file__).resolve().parent.parent
-EMPLOYEE = "urn:example:employee"
-RULES = f"""
-[[rules]]
-id = "doctors"
-owner = "alice"
-scopes = ["view"]
-[[rules.conditions]]
-claim = "role"
-contains = "doctor"
-types = ["{EMPLOYEE}"]
-"""
+# The rule file is the tests' own (tests/flows.py, which needs only `requests`): run as
+# `python bench/run.py`, this script's folder is on sys.path, not the checkout's.
+sys.path.insert(0, str(ROOT))
+from tests.flows import DOCTORS_MAY_VIEW, EMPLOYEE  # noqa: E402
 
 
 def free_port() -> int:
@@ -110,7 +103,7 @@ def main() -> None:
         port = free_port()
         url = f"http://127.0.0.1:{port}"
         config = Path(folder) / "bench.toml"
-        (Path(folder) / "policies.toml").write_text(RULES, encoding="utf-8")
+        (Path(folder) / "policies.toml").write_text(DOCTORS_MAY_VIEW, encoding="utf-8")
         config.write_text(
             f'issuer = "{url}"\ndatabase = "bench.db"\npolicies = "policies.toml"\n'
             f'secret_key = "{"b" * 40}"\n[lifetimes]\nticket = 3600\n',

@@ -1,19 +1,27 @@
 """Fixtures: `app`, `http` (the Flask test client: "client" means the OAuth client here), `cli`
 (the command line against the same config file), `store`, and `live_server` (a real
-`python -m umaserver serve` on a free port)."""
+`python -m umaserver serve` on a free port; a test that uses it is marked `live`).
+
+Every direct use of the store by the tests goes through the functions of the section "Direct uses
+of the store" below: reading what HTTP cannot, and making parties without the command line, through
+the services and the storage contract (never SQL). Time moves with the app's `clock` (a
+`FakeClock`), never by writing to tables. Test modules take the `Store` type from here too.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import requests
@@ -25,8 +33,16 @@ from umaserver import create_app, secrets_at_rest
 from umaserver.cli import main as cli_main
 from umaserver.config import Config, load_config
 from umaserver.services import accounts
-from umaserver.storage import Storage, open_storage
-from umaserver.storage.records import Client, Rpt, Ticket, User
+from umaserver.storage import Storage as Store
+from umaserver.storage import open_storage, prepare_database
+
+from .flows import Party, wait_until
+
+if TYPE_CHECKING:
+    from umaserver.claims.model import Claim
+    from umaserver.storage.records import Client, Permission, Rpt, Ticket, User
+
+__all__ = ["Party", "Store"]  # re-exported: test modules take them from here
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-key-that-is-long-enough-0123456789"
@@ -98,72 +114,30 @@ def http(app: Flask) -> FlaskClient:
     return app.test_client()
 
 
-class Store:
-    """A storage handle for tests, with the few steps tests take beside HTTP (making clients,
-    users and tokens through the services, and finding tokens by their value)."""
-
-    def __init__(self, storage: Storage, clock: FakeClock) -> None:
-        self.storage = storage
-        self.clock = clock
-
-    def close(self) -> None:
-        self.storage.close()
-
-    def create_client(
-        self, name: str, redirect_uris: list[str], push_types: list[str]
-    ) -> tuple[Client, str]:
-        return accounts.create_client(
-            self.storage, self.clock.now(), name, redirect_uris, push_types
-        )
-
-    def create_user(
-        self, username: str, password_hash: str | None, claims: dict[str, Any]
-    ) -> User | None:
-        return accounts.create_user(self.storage, self.clock.now(), username, password_hash, claims)
-
-    def create_access_token(
-        self, token: str, client_id: str, user_sub: str | None, scope: str, lifetime: int
-    ) -> None:
-        accounts.store_access_token(
-            self.storage, self.clock.now(), token, client_id, user_sub, scope, lifetime
-        )
-
-    def revoke_access_token(self, token: str) -> bool:
-        return accounts.revoke_access_token(self.storage, token)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.storage, name)  # the contract's own operations
-
-    def get_rpt(self, rpt: str) -> Rpt | None:
-        return self.storage.get_rpt(secrets_at_rest.digest(rpt))
-
-    def get_ticket(self, ticket: str) -> Ticket | None:
-        return self.storage.get_ticket(secrets_at_rest.digest(ticket))
-
-    @property
-    def conn(self) -> Any:
-        return self.storage.conn  # type: ignore[attr-defined]
-
-
 @pytest.fixture
-def store(app: Flask, config: Config, clock: FakeClock) -> Iterator[Store]:
-    opened = Store(open_storage(config.database), clock)
+def store(app: Flask, config: Config) -> Iterator[Store]:
+    opened = open_store(config.database)
     yield opened
     opened.close()
 
 
-@dataclass
-class Party:
-    """A client with a user and a token: a resource server with a PAT, or a client with an AAT."""
+# -- Direct uses of the store --------------------------------------------------------------------
+# The only functions of the tests that call the store's methods or run SQL on its connection.
 
-    client_id: str
-    client_secret: str
-    username: str
-    token: str
+# A test party's token outlives any move of the clock a test makes (a day and a bit, at most).
+PARTY_TOKEN_LIFETIME = 30 * 24 * 3600
 
-    @property
-    def auth(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
+
+def open_store(database: Path) -> Store:
+    """A storage handle on `database`, its schema created (or upgraded) first."""
+    prepare_database(database, int(time.time()))
+    return open_storage(database)
+
+
+def make_client(store: Store, name: str, push_types: tuple[str, ...] = ()) -> tuple[str, str]:
+    """A registered client: its client_id and secret."""
+    made, secret = accounts.create_client(store, int(time.time()), name, [], list(push_types))
+    return made.client_id, secret
 
 
 def make_party(
@@ -173,15 +147,60 @@ def make_party(
     client_id: str | None = None,
     push_types: tuple[str, ...] = (),
 ) -> Party:
+    """A token of `scope` for `username` (made if new) at `client_id` (or a new client)."""
     secret = ""
     if client_id is None:
-        made, secret = store.create_client(f"client of {username}", [], list(push_types))
-        client_id = made.client_id
-    user = store.get_user_by_username(username) or store.create_user(username, None, {})
+        client_id, secret = make_client(store, f"client of {username}", push_types)
+    now = int(time.time())
+    user = store.get_user_by_username(username) or accounts.create_user(
+        store, now, username, None, {}
+    )
     assert user is not None
-    token = f"uma_at_test_{username}_{client_id}_{scope}_{time.monotonic_ns()}"
-    store.create_access_token(token, client_id, user.sub, scope, 3600)
+    token = accounts.new_access_token()
+    accounts.store_access_token(store, now, token, client_id, user.sub, scope, PARTY_TOKEN_LIFETIME)
     return Party(client_id, secret, username, token)
+
+
+def revoke_token(store: Store, token: str) -> bool:
+    """Revokes a PAT or an AAT, as `token revoke` does; whether it was live."""
+    return accounts.revoke_access_token(store, token)
+
+
+def stored_client(store: Store, client_id: str) -> Client | None:
+    return store.get_client(client_id)
+
+
+def stored_user(store: Store, username: str) -> User | None:
+    return store.get_user_by_username(username)
+
+
+def stored_ticket(store: Store, ticket: str) -> Ticket | None:
+    return store.get_ticket(secrets_at_rest.digest(ticket))
+
+
+def stored_rpt(store: Store, rpt: str) -> Rpt | None:
+    return store.get_rpt(secrets_at_rest.digest(rpt))
+
+
+def stored_permissions(store: Store, rpt: str) -> list[Permission]:
+    """Every permission the store still holds for `rpt`, expired or not."""
+    return store.permissions_of(secrets_at_rest.digest(rpt), 0)
+
+
+def gathered_claims(store: Store, ticket: str, username: str) -> list[Claim]:
+    """The claims gathered with `ticket` for the requesting party `username`."""
+    user = store.get_user_by_username(username)
+    assert user is not None
+    return store.gathered_claims(secrets_at_rest.digest(ticket), user.sub)
+
+
+def dump_database(database: Path) -> str:
+    """Everything the SQLite file holds, as SQL text: to show what is not stored in the clear."""
+    with closing(sqlite3.connect(database)) as conn:
+        return "\n".join(conn.iterdump())
+
+
+# -- Parties -----------------------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -271,18 +290,22 @@ def start_server(
         text=True,
     )
     log.close()  # the server has its own copy
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         if process.poll() is not None:
             raise RuntimeError(f"server exited: {log_path.read_text(encoding='utf-8')}")
         try:
             requests.get(url + "/.well-known/uma-configuration", timeout=1)
-            break
         except requests.ConnectionError:
-            time.sleep(0.05)
-    else:
+            return False
+        return True
+
+    try:
+        wait_until(answers, timeout=30, message="server did not start")
+    except AssertionError:
         process.kill()
-        raise RuntimeError("server did not start")
+        process.wait()
+        raise
     return LiveServer(url, config_path, process, log_path)
 
 
@@ -293,6 +316,13 @@ def stop_server(server: LiveServer) -> None:
     except subprocess.TimeoutExpired:
         server.process.kill()
         server.process.wait()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that starts a real server is `live`: `pytest -m "not live"` leaves it out."""
+    for item in items:
+        if "live_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.live)
 
 
 @pytest.fixture

@@ -5,103 +5,47 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
-from umaserver import secrets_at_rest
+from umaserver import create_app
+from umaserver.config import Config
 
-from .conftest import Party, Store, make_party
-
-EMPLOYEE = "urn:example:employee"
-OIDC = "claim-client-claims-oidc-1.0"
-PHOTO_TYPE = "https://example.com/rsets/photo"
-
-RULES = f"""
-[[rules]]
-id = "doctors-view"
-owner = "alice"
-scopes = ["view"]
-[rules.resource_sets]
-types = ["{PHOTO_TYPE}"]
-[[rules.conditions]]
-claim = "role"
-contains = "doctor"
-types = ["{EMPLOYEE}"]
-hint = "Your role at the hospital"
-
-[[rules]]
-id = "colleagues-print"
-owner = "alice"
-scopes = ["print"]
-[[rules.conditions]]
-claim = "email"
-suffix = "@example.com"
-types = ["{OIDC}"]
-"""
+from .conftest import (
+    FakeClock,
+    Party,
+    Store,
+    gathered_claims,
+    make_party,
+    revoke_token,
+    stored_permissions,
+    stored_rpt,
+)
+from .flows import (
+    EMPLOYEE,
+    OIDC,
+    PHOTO_TYPE,
+    PHOTOS_FOR_DOCTORS_AND_COLLEAGUES,
+    FlaskApi,
+    Flow,
+    Reply,
+)
 
 
 @pytest.fixture
 def rules_text() -> str:
-    return RULES
-
-
-@dataclass
-class World:
-    http: FlaskClient
-    store: Store
-    rs: Party  # alice's photo server, with her PAT
-    app: Party  # bob's client, with his AAT
-    photos: str  # a resource set of alice's
-
-    def ticket(self, scopes: list[str] | None = None, rs_id: str | None = None) -> str:
-        response = self.http.post(
-            "/permission",
-            json={"resource_set_id": rs_id or self.photos, "scopes": scopes or ["view"]},
-            headers=self.rs.auth,
-        )
-        assert response.status_code == 201, response.json
-        ticket: str = response.json["ticket"]
-        return ticket
-
-    def new_rpt(self, party: Party | None = None) -> str:
-        response = self.http.post("/rpt", headers=(party or self.app).auth)
-        assert response.status_code == 201
-        rpt: str = response.json["rpt"]
-        return rpt
-
-    def ask(
-        self,
-        ticket: str,
-        claims: list[dict[str, Any]] | None = None,
-        rpt: str | None = None,
-        party: Party | None = None,
-    ) -> Any:
-        body: dict[str, Any] = {"rpt": rpt if rpt is not None else "none-yet", "ticket": ticket}
-        if claims is not None:
-            body["claims"] = claims
-        return self.http.post("/rpt_authorization", json=body, headers=(party or self.app).auth)
-
-    def introspect(self, token: str, party: Party | None = None) -> dict[str, Any]:
-        response = self.http.post(
-            "/introspect", data={"token": token}, headers=(party or self.rs).auth
-        )
-        assert response.status_code == 200, response.json
-        answer: dict[str, Any] = response.json
-        return answer
+    return PHOTOS_FOR_DOCTORS_AND_COLLEAGUES
 
 
 @pytest.fixture
-def world(http: FlaskClient, store: Store, rs: Party) -> World:
+def world(http: FlaskClient, store: Store, rs: Party) -> Flow:
+    """alice's photo server (with her PAT) and her Photos set; bob's client (with his AAT)."""
     app = make_party(store, "bob", "uma_authorization", push_types=(EMPLOYEE, OIDC))
-    created = http.post(
-        "/rs/resource_set",
-        json={"name": "Photos", "scopes": ["view", "print"], "type": PHOTO_TYPE},
-        headers=rs.auth,
-    )
-    return World(http, store, rs, app, created.json["_id"])
+    photos = {"name": "Photos", "scopes": ["view", "print"], "type": PHOTO_TYPE}
+    return Flow(FlaskApi(http), rs, app, photos)
 
 
 def doctor(role: str = "doctor") -> dict[str, Any]:
@@ -112,8 +56,8 @@ def email(address: str = "bob@example.com") -> dict[str, Any]:
     return {"type": OIDC, "value": {"email": address, "name": "Bob"}}
 
 
-def assert_error(response: Any, status: int, error: str) -> dict[str, Any]:
-    assert response.status_code == status, response.get_data(as_text=True)
+def assert_error(response: Reply, status: int, error: str) -> dict[str, Any]:
+    assert response.status == status, response.text
     assert response.headers["Cache-Control"] == "no-store"
     body: dict[str, Any] = response.json
     assert body["error"] == error, body
@@ -124,13 +68,13 @@ def assert_error(response: Any, status: int, error: str) -> dict[str, Any]:
 # -- permission registration -----------------------------------------------------------------
 
 
-def test_permission_registration_gives_a_ticket(world: World) -> None:
-    response = world.http.post(
+def test_permission_registration_gives_a_ticket(world: Flow) -> None:
+    response = world.api.post(
         "/permission",
-        json={"resource_set_id": world.photos, "scopes": ["view"]},
+        json={"resource_set_id": world.rs_id, "scopes": ["view"]},
         headers=world.rs.auth,
     )
-    assert response.status_code == 201
+    assert response.status == 201
     assert set(response.json) == {"ticket"}
     assert response.json["ticket"].startswith("uma_pt_")
 
@@ -149,23 +93,25 @@ def test_permission_registration_gives_a_ticket(world: World) -> None:
         ([], 400, "invalid_request"),
     ],
 )
-def test_permission_registration_errors(world: World, body: Any, status: int, error: str) -> None:
+def test_permission_registration_errors(world: Flow, body: Any, status: int, error: str) -> None:
     if isinstance(body, dict):
         body = {
-            k: (v.format(photos=world.photos) if isinstance(v, str) else v) for k, v in body.items()
+            k: (v.format(photos=world.rs_id) if isinstance(v, str) else v) for k, v in body.items()
         }
-    response = world.http.post("/permission", json=body, headers=world.rs.auth)
+    response = world.api.post("/permission", json=body, headers=world.rs.auth)
     assert_error(response, status, error)
 
 
-def test_permission_for_another_owners_or_rs_set_is_invalid_resource_set_id(world: World) -> None:
+def test_permission_for_another_owners_or_rs_set_is_invalid_resource_set_id(
+    world: Flow, store: Store
+) -> None:
     for other in (
-        make_party(world.store, "carol", "uma_protection", client_id=world.rs.client_id),
-        make_party(world.store, "alice", "uma_protection"),
+        make_party(store, "carol", "uma_protection", client_id=world.rs.client_id),
+        make_party(store, "alice", "uma_protection"),
     ):
-        response = world.http.post(
+        response = world.api.post(
             "/permission",
-            json={"resource_set_id": world.photos, "scopes": ["view"]},
+            json={"resource_set_id": world.rs_id, "scopes": ["view"]},
             headers=other.auth,
         )
         assert_error(response, 400, "invalid_resource_set_id")
@@ -180,16 +126,16 @@ def test_permission_for_another_owners_or_rs_set_is_invalid_resource_set_id(worl
         ("/introspect", "uma_authorization"),
     ],
 )
-def test_each_endpoint_needs_its_token(world: World, path: str, scope: str) -> None:
-    assert_error(world.http.post(path, json={}), 401, "invalid_token")
-    wrong = make_party(world.store, "dave", scope)
-    assert_error(world.http.post(path, json={}, headers=wrong.auth), 403, "insufficient_scope")
+def test_each_endpoint_needs_its_token(world: Flow, store: Store, path: str, scope: str) -> None:
+    assert_error(world.api.post(path, json={}), 401, "invalid_token")
+    wrong = make_party(store, "dave", scope)
+    assert_error(world.api.post(path, json={}, headers=wrong.auth), 403, "insufficient_scope")
 
 
 # -- the RPT endpoint ------------------------------------------------------------------------
 
 
-def test_a_new_rpt_revokes_the_previous_one(world: World) -> None:
+def test_a_new_rpt_revokes_the_previous_one(world: Flow) -> None:
     first = world.new_rpt()
     assert first.startswith("uma_rpt_")
     assert world.introspect(first)["active"] is True
@@ -199,16 +145,16 @@ def test_a_new_rpt_revokes_the_previous_one(world: World) -> None:
     assert world.introspect(second)["permissions"] == []
 
 
-def test_revoking_the_aat_revokes_its_rpts(world: World) -> None:
+def test_revoking_the_aat_revokes_its_rpts(world: Flow, store: Store) -> None:
     rpt = world.new_rpt()
-    assert world.store.revoke_access_token(world.app.token)
+    assert revoke_token(store, world.app.token)
     assert world.introspect(rpt) == {"active": False}
 
 
 # -- the authorization request ---------------------------------------------------------------
 
 
-def test_no_claims_gives_need_claims_without_revealing_values(world: World) -> None:
+def test_no_claims_gives_need_claims_without_revealing_values(world: Flow) -> None:
     body = assert_error(world.ask(world.ticket()), 403, "need_claims")
     assert body["need_claims"] == [
         {"type": EMPLOYEE, "name": "role", "value": "Your role at the hospital"}
@@ -216,10 +162,10 @@ def test_no_claims_gives_need_claims_without_revealing_values(world: World) -> N
     assert "doctor" not in json.dumps(body)
 
 
-def test_the_right_claims_grant_and_the_rs_sees_the_permission(world: World) -> None:
+def test_the_right_claims_grant_and_the_rs_sees_the_permission(world: Flow) -> None:
     rpt = world.new_rpt()
     response = world.ask(world.ticket(), [doctor()], rpt=rpt)
-    assert response.status_code == 201
+    assert response.status == 201
     assert response.headers["Content-Type"] == "application/json;charset=UTF-8"
     assert response.json == {"rpt": rpt}
     answer = world.introspect(rpt)
@@ -227,59 +173,57 @@ def test_the_right_claims_grant_and_the_rs_sees_the_permission(world: World) -> 
     assert isinstance(answer["exp"], int) and isinstance(answer["iat"], int)
     assert "scope" not in answer
     (permission,) = answer["permissions"]
-    assert permission["resource_set_id"] == world.photos
+    assert permission["resource_set_id"] == world.rs_id
     assert permission["scopes"] == ["view"]
     assert permission["exp"] <= answer["exp"]
 
 
-def test_claims_accumulate_across_requests_with_one_ticket(world: World) -> None:
-    ticket = world.ticket(["view", "print"])
+def test_claims_accumulate_across_requests_with_one_ticket(world: Flow) -> None:
+    ticket = world.ticket("view", "print")
     body = assert_error(world.ask(ticket, [doctor()]), 403, "need_claims")
     assert body["need_claims"] == [{"type": OIDC, "name": "email", "value": "a value for 'email'"}]
     response = world.ask(ticket, [email()])
-    assert response.status_code == 201
+    assert response.status == 201
     permission = world.introspect(response.json["rpt"])["permissions"][0]
     assert sorted(permission["scopes"]) == ["print", "view"]
 
 
-def test_custom_and_oidc_claims_in_one_request(world: World) -> None:
-    response = world.ask(world.ticket(["view", "print"]), [doctor(), email()])
-    assert response.status_code == 201
+def test_custom_and_oidc_claims_in_one_request(world: Flow) -> None:
+    response = world.ask(world.ticket("view", "print"), [doctor(), email()])
+    assert response.status == 201
 
 
-def test_a_wrong_value_refuses_and_finishes_the_ticket(world: World) -> None:
+def test_a_wrong_value_refuses_and_finishes_the_ticket(world: Flow) -> None:
     ticket = world.ticket()
     assert_error(world.ask(ticket, [doctor("janitor")]), 403, "not_authorized_permission")
     assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
 
 
-def test_a_granted_ticket_cannot_be_used_twice(world: World) -> None:
+def test_a_granted_ticket_cannot_be_used_twice(world: Flow) -> None:
     ticket = world.ticket()
-    assert world.ask(ticket, [doctor()]).status_code == 201
+    assert world.ask(ticket, [doctor()]).status == 201
     assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
 
 
-def test_a_repush_on_one_ticket_replaces_the_value(world: World) -> None:
-    ticket = world.ticket(["view", "print"])
+def test_a_repush_on_one_ticket_replaces_the_value(world: Flow) -> None:
+    ticket = world.ticket("view", "print")
     assert_error(world.ask(ticket, [email("bob@example.com")]), 403, "need_claims")
     # The passing address, pushed again with a failing value, no longer counts.
     denied = world.ask(ticket, [email("bob@elsewhere.org"), doctor()])
     assert_error(denied, 403, "not_authorized_permission")
 
 
-def test_in_one_request_the_later_claim_of_a_type_and_name_wins(world: World) -> None:
-    ticket = world.ticket(["view", "print"])
+def test_in_one_request_the_later_claim_of_a_type_and_name_wins(world: Flow) -> None:
+    ticket = world.ticket("view", "print")
     claims = [email("bob@elsewhere.org"), doctor(), email("bob@example.com")]
-    assert world.ask(ticket, claims).status_code == 201
+    assert world.ask(ticket, claims).status == 201
 
 
-def test_gathered_claims_keep_their_provenance(world: World) -> None:
-    ticket = world.ticket(["view", "print"])
+def test_gathered_claims_keep_their_provenance(world: Flow, store: Store) -> None:
+    ticket = world.ticket("view", "print")
     before = int(time.time())
     assert_error(world.ask(ticket, [email()]), 403, "need_claims")
-    bob = world.store.get_user_by_username("bob")
-    assert bob is not None
-    gathered = world.store.gathered_claims(secrets_at_rest.digest(ticket), bob.sub)
+    gathered = gathered_claims(store, ticket, "bob")
     assert {(c.type, c.name, c.value) for c in gathered} == {
         (OIDC, "email", "bob@example.com"),
         (OIDC, "name", "Bob"),
@@ -290,12 +234,12 @@ def test_gathered_claims_keep_their_provenance(world: World) -> None:
         assert before <= claim.gathered_at <= time.time()
 
 
-def test_the_redirect_claim_object_is_ignored(world: World) -> None:
+def test_the_redirect_claim_object_is_ignored(world: Flow) -> None:
     claims = [{"type": "claim-client-redirect-1.0", "value": {"scope": "x"}}, doctor()]
-    assert world.ask(world.ticket(), claims).status_code == 201
+    assert world.ask(world.ticket(), claims).status == 201
 
 
-def test_a_ticket_has_at_most_ten_requests(world: World) -> None:
+def test_a_ticket_has_at_most_ten_requests(world: Flow) -> None:
     ticket = world.ticket()
     for _ in range(9):
         assert_error(world.ask(ticket), 403, "need_claims")
@@ -320,54 +264,50 @@ def test_a_ticket_has_at_most_ten_requests(world: World) -> None:
         ({"rpt": "r", "ticket": "t", "claims": [{"value": {}}]}, "claims[0].type:"),
     ],
 )
-def test_malformed_authorization_requests(
-    world: World, body: dict[str, Any], fragment: str
-) -> None:
-    response = world.http.post("/rpt_authorization", json=body, headers=world.app.auth)
+def test_malformed_authorization_requests(world: Flow, body: dict[str, Any], fragment: str) -> None:
+    response = world.api.post("/rpt_authorization", json=body, headers=world.app.auth)
     assert fragment in assert_error(response, 400, "invalid_request")["error_description"]
 
 
-def test_a_type_the_client_may_not_push_is_named(world: World) -> None:
+def test_a_type_the_client_may_not_push_is_named(world: Flow) -> None:
     ticket = world.ticket()
     claims = [doctor(), {"type": "urn:example:other", "value": {"role": ["doctor"]}}]
     error = assert_error(world.ask(ticket, claims), 400, "invalid_request")
     assert "urn:example:other" in error["error_description"]
     # Nothing was recorded against the ticket, which is still usable.
-    assert world.ask(ticket, []).status_code == 403
-    assert world.ask(ticket, [doctor()]).status_code == 201
+    assert world.ask(ticket, []).status == 403
+    assert world.ask(ticket, [doctor()]).status == 201
 
 
 @pytest.mark.parametrize("state", ["unknown", "expired", "set deleted"])
-def test_ticket_errors(world: World, state: str) -> None:
+def test_ticket_errors(world: Flow, clock: FakeClock, config: Config, state: str) -> None:
     ticket = "uma_pt_never-issued"
     if state != "unknown":
         ticket = world.ticket()
     if state == "expired":
-        world.store.conn.execute("UPDATE tickets SET expires_at = ?", (int(time.time()) - 1,))
+        clock.advance(config.lifetimes.ticket)
         assert_error(world.ask(ticket, [doctor()]), 400, "expired_ticket")
         return
     if state == "set deleted":
-        world.http.delete(f"/rs/resource_set/{world.photos}", headers=world.rs.auth)
+        world.delete_set()
     assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
 
 
-def test_ticket_is_checked_before_claims(world: World) -> None:
+def test_ticket_is_checked_before_claims(world: Flow) -> None:
     bad_claims = [{"type": "urn:example:other", "value": {}}]
     assert_error(world.ask("uma_pt_unknown", bad_claims), 400, "invalid_ticket")
 
 
-def test_a_set_no_rule_covers_is_not_accessible(world: World) -> None:
-    other = world.http.post(
-        "/rs/resource_set", json={"name": "Diary", "scopes": ["view"]}, headers=world.rs.auth
-    ).json["_id"]
+def test_a_set_no_rule_covers_is_not_accessible(world: Flow) -> None:
+    other = world.register({"name": "Diary", "scopes": ["view"]})
     assert_error(world.ask(world.ticket(rs_id=other), [doctor()]), 403, "not_authorized_permission")
 
 
-def test_claims_are_bound_to_the_requesting_party(world: World) -> None:
-    ticket = world.ticket(["view", "print"])
+def test_claims_are_bound_to_the_requesting_party(world: Flow, store: Store) -> None:
+    ticket = world.ticket("view", "print")
     assert_error(world.ask(ticket, [doctor()]), 403, "need_claims")
     # Another requesting party of the same client, with the same ticket, starts from nothing.
-    carol = make_party(world.store, "carol", "uma_authorization", client_id=world.app.client_id)
+    carol = make_party(store, "carol", "uma_authorization", client_id=world.app.client_id)
     body = assert_error(world.ask(ticket, [email()], party=carol), 403, "need_claims")
     assert [entry["name"] for entry in body["need_claims"]] == ["role"]
 
@@ -375,31 +315,30 @@ def test_claims_are_bound_to_the_requesting_party(world: World) -> None:
 # -- RPTs and permissions --------------------------------------------------------------------
 
 
-def test_permission_goes_to_the_rpt_sent_and_repeat_grants_merge(world: World) -> None:
+def test_permission_goes_to_the_rpt_sent_and_repeat_grants_merge(world: Flow) -> None:
     rpt = world.new_rpt()
-    assert world.ask(world.ticket(["view"]), [doctor()], rpt=rpt).json == {"rpt": rpt}
-    assert world.ask(world.ticket(["print"]), [email()], rpt=rpt).json == {"rpt": rpt}
+    assert world.ask(world.ticket("view"), [doctor()], rpt=rpt).json == {"rpt": rpt}
+    assert world.ask(world.ticket("print"), [email()], rpt=rpt).json == {"rpt": rpt}
     (permission,) = world.introspect(rpt)["permissions"]
     assert sorted(permission["scopes"]) == ["print", "view"]
 
 
 @pytest.mark.parametrize("sent", ["another AAT's", "revoked", "unknown"])
 def test_an_rpt_not_live_and_of_this_aat_gets_the_aats_live_rpt_back(
-    world: World, sent: str
+    world: Flow, store: Store, sent: str
 ) -> None:
     mine = world.new_rpt()
-    assert world.ask(world.ticket(["view"]), [doctor()], rpt=mine).json == {"rpt": mine}
+    assert world.ask(world.ticket("view"), [doctor()], rpt=mine).json == {"rpt": mine}
     if sent == "another AAT's":
-        carol = make_party(world.store, "carol", "uma_authorization", push_types=(EMPLOYEE,))
+        carol = make_party(store, "carol", "uma_authorization", push_types=(EMPLOYEE,))
         other = world.new_rpt(carol)
     elif sent == "revoked":
         other = mine
-        world.store.conn.execute("UPDATE rpts SET revoked = 1")  # as an older RPT of this AAT
-        mine = world.new_rpt()
+        mine = world.new_rpt()  # which revokes the AAT's older RPT
     else:
         other = "uma_rpt_never-issued"
-    answer = world.ask(world.ticket(["print"]), [email()], rpt=other)
-    assert answer.status_code == 201
+    answer = world.ask(world.ticket("print"), [email()], rpt=other)
+    assert answer.status == 201
     # The AAT's live RPT, which the client may be using, gets the permission and stays live.
     assert answer.json == {"rpt": mine}
     permission = world.introspect(mine)["permissions"][0]
@@ -408,22 +347,23 @@ def test_an_rpt_not_live_and_of_this_aat_gets_the_aats_live_rpt_back(
         assert world.introspect(other)["permissions"] == []  # carol's RPT is untouched
 
 
-def test_without_a_live_rpt_a_new_one_is_made(world: World) -> None:
-    answer = world.ask(world.ticket(["view"]), [doctor()], rpt="none-yet")
-    assert answer.status_code == 201
+def test_without_a_live_rpt_a_new_one_is_made(world: Flow) -> None:
+    answer = world.ask(world.ticket("view"), [doctor()], rpt="none-yet")
+    assert answer.status == 201
     rpt = answer.json["rpt"]
     assert rpt.startswith("uma_rpt_")
     assert [p["scopes"] for p in world.introspect(rpt)["permissions"]] == [["view"]]
 
 
 def test_an_rpt_that_cannot_be_made_again_is_replaced_carrying_its_permissions(
-    world: World,
+    world: Flow, config: Config, clock: FakeClock
 ) -> None:
     mine = world.new_rpt()
-    world.ask(world.ticket(["view"]), [doctor()], rpt=mine)
-    # As after a change of secret_key: the stored seed no longer makes the stored token.
-    world.store.conn.execute("UPDATE rpts SET seed = 'made-under-another-key'")
-    answer = world.ask(world.ticket(["print"]), [email()], rpt="none")
+    world.ask(world.ticket("view"), [doctor()], rpt=mine)
+    # After a change of secret_key the stored seed no longer makes the stored token.
+    rekeyed = create_app(replace(config, secret_key=config.secret_key + "-rotated"), clock=clock)
+    world.api = FlaskApi(rekeyed.test_client())
+    answer = world.ask(world.ticket("print"), [email()], rpt="none")
     fresh = answer.json["rpt"]
     assert fresh != mine
     (permission,) = world.introspect(fresh)["permissions"]
@@ -431,48 +371,44 @@ def test_an_rpt_that_cannot_be_made_again_is_replaced_carrying_its_permissions(
     assert world.introspect(mine) == {"active": False}
 
 
-def test_rpts_and_tickets_a_day_past_expiry_are_forgotten(world: World) -> None:
+def test_rpts_and_tickets_a_day_past_expiry_are_forgotten(
+    world: Flow, store: Store, clock: FakeClock, config: Config
+) -> None:
     old_rpt = world.new_rpt()
     world.ask(world.ticket(), [doctor()], rpt=old_rpt)
+    assert stored_permissions(store, old_rpt) != []
     old_ticket = world.ticket()
+    lifetimes = config.lifetimes
+    clock.advance(max(lifetimes.rpt, lifetimes.ticket) + 24 * 3600 + 1)
     recent_ticket = world.ticket()
-    now = int(time.time())
-    world.store.conn.execute("UPDATE rpts SET expires_at = ?", (now - 86400 - 1,))
-    world.store.conn.execute(
-        "UPDATE tickets SET expires_at = ? WHERE digest = ?",
-        (now - 86400 - 1, secrets_at_rest.digest(old_ticket)),
-    )
-    world.store.conn.execute(
-        "UPDATE tickets SET expires_at = ? WHERE digest = ?",
-        (now - 60, secrets_at_rest.digest(recent_ticket)),
-    )
+    clock.advance(lifetimes.ticket + 60)
     world.new_rpt()
     world.ticket()
-    assert world.store.get_rpt(old_rpt) is None
-    assert world.store.conn.execute("SELECT COUNT(*) FROM permissions").fetchone()[0] == 0
+    assert stored_rpt(store, old_rpt) is None
+    assert stored_permissions(store, old_rpt) == []
     assert_error(world.ask(old_ticket, [doctor()]), 400, "invalid_ticket")
     assert_error(world.ask(recent_ticket, [doctor()]), 400, "expired_ticket")
 
 
-def test_deleting_a_set_ends_its_permissions(world: World) -> None:
+def test_deleting_a_set_ends_its_permissions(world: Flow) -> None:
     rpt = world.new_rpt()
     world.ask(world.ticket(), [doctor()], rpt=rpt)
-    world.http.delete(f"/rs/resource_set/{world.photos}", headers=world.rs.auth)
+    world.delete_set()
     assert world.introspect(rpt)["permissions"] == []
 
 
 # -- introspection ---------------------------------------------------------------------------
 
 
-def test_introspection_shows_only_the_pats_owners_permissions(world: World) -> None:
+def test_introspection_shows_only_the_pats_owners_permissions(world: Flow, store: Store) -> None:
     rpt = world.new_rpt()
     world.ask(world.ticket(), [doctor()], rpt=rpt)
-    other_rs = make_party(world.store, "alice", "uma_protection")
+    other_rs = make_party(store, "alice", "uma_protection")
     answer = world.introspect(rpt, party=other_rs)
     assert answer["active"] is True and answer["permissions"] == []
 
 
-def test_introspection_of_pats_and_aats_only_for_their_own_client(world: World) -> None:
+def test_introspection_of_pats_and_aats_only_for_their_own_client(world: Flow) -> None:
     own = world.introspect(world.rs.token)
     assert own["active"] is True and own["scope"] == "uma_protection"
     assert own["client_id"] == world.rs.client_id
@@ -484,26 +420,26 @@ def test_introspection_of_pats_and_aats_only_for_their_own_client(world: World) 
     ("data", "fragment"),
     [({}, "token"), ({"token": ""}, "token"), ({"token": ["a", "b"]}, "token")],
 )
-def test_introspection_errors(world: World, data: dict[str, Any], fragment: str) -> None:
-    response = world.http.post("/introspect", data=data, headers=world.rs.auth)
+def test_introspection_errors(world: Flow, data: dict[str, Any], fragment: str) -> None:
+    response = world.api.post("/introspect", data=data, headers=world.rs.auth)
     assert fragment in assert_error(response, 400, "invalid_request")["error_description"]
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
-def test_introspection_is_post_only(world: World, method: str) -> None:
-    response = world.http.open("/introspect", method=method, headers=world.rs.auth)
+def test_introspection_is_post_only(world: Flow, method: str) -> None:
+    response = world.api.request(method, "/introspect", headers=world.rs.auth)
     assert_error(response, 405, "unsupported_method_type")
     assert "POST" in response.headers["Allow"]
 
 
 def test_decisions_are_logged_without_claim_values_or_tokens(
-    world: World, caplog: pytest.LogCaptureFixture
+    world: Flow, caplog: pytest.LogCaptureFixture
 ) -> None:
     ticket = world.ticket()
     with caplog.at_level(logging.INFO, logger="umaserver"):
         world.ask(ticket, [doctor()])
     (record,) = [r for r in caplog.records if r.name == "umaserver.decisions"]
     text = record.getMessage()
-    assert "decision=grant" in text and "doctors-view" in text and world.photos in text
+    assert "decision=grant" in text and "doctors-view" in text and world.rs_id in text
     for secret in ('doctor"', "s-17", ticket, world.app.token):
         assert secret not in text

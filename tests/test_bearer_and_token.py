@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
-from .conftest import Party, Store, make_party
+from umaserver.config import Config
+
+from .conftest import (
+    PARTY_TOKEN_LIFETIME,
+    FakeClock,
+    Party,
+    Store,
+    dump_database,
+    make_client,
+    make_party,
+    revoke_token,
+)
 
 REALM = 'Bearer realm="http://uma.test"'
 
@@ -49,12 +59,12 @@ def test_no_credentials_carries_no_error_code_in_the_challenge(http: FlaskClient
 
 @pytest.mark.parametrize("state", ["expired", "revoked"])
 def test_expired_and_revoked_tokens_are_invalid(
-    http: FlaskClient, store: Store, rs: Party, state: str
+    http: FlaskClient, store: Store, rs: Party, clock: FakeClock, state: str
 ) -> None:
     if state == "revoked":
-        assert store.revoke_access_token(rs.token)
+        assert revoke_token(store, rs.token)
     else:
-        store.conn.execute("UPDATE access_tokens SET expires_at = ?", (int(time.time()) - 1,))
+        clock.advance(PARTY_TOKEN_LIFETIME)
     response = http.get("/rs/resource_set", headers=rs.auth)
     assert_json_error(response, 401, "invalid_token")
 
@@ -73,8 +83,7 @@ def test_wrong_scope_is_insufficient_scope(http: FlaskClient, store: Store) -> N
 
 @pytest.fixture
 def registered(store: Store) -> tuple[str, str]:
-    made, secret = store.create_client("an app", [], [])
-    return made.client_id, secret
+    return make_client(store, "an app")
 
 
 @pytest.mark.parametrize(
@@ -152,7 +161,7 @@ def test_token_endpoint_errors(
 
 
 def test_secrets_and_tokens_are_stored_as_digests(
-    http: FlaskClient, store: Store, registered: tuple[str, str]
+    http: FlaskClient, config: Config, registered: tuple[str, str]
 ) -> None:
     client_id, secret = registered
     token = http.post(
@@ -160,5 +169,5 @@ def test_secrets_and_tokens_are_stored_as_digests(
         data={"grant_type": "client_credentials", "scope": "uma_protection"},
         auth=(client_id, secret),
     ).json["access_token"]
-    dump = "\n".join(store.conn.iterdump())
+    dump = dump_database(config.database)
     assert secret not in dump and token not in dump

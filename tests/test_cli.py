@@ -12,7 +12,7 @@ from flask.testing import FlaskClient
 
 from umaserver.storage.migrations import current_version
 
-from .conftest import CLI, Store, write_config
+from .conftest import CLI, Store, dump_database, stored_client, stored_user, write_config
 
 
 def test_init_is_safe_twice(cli: CLI, config_path: Path) -> None:
@@ -26,7 +26,9 @@ def test_init_is_safe_twice(cli: CLI, config_path: Path) -> None:
     assert cli.json("init") == {**first, "schema_version_found": current_version()}
 
 
-def test_client_create_prints_id_and_secret_once_stored_as_digest(cli: CLI, store: Store) -> None:
+def test_client_create_prints_id_and_secret_once_stored_as_digest(
+    cli: CLI, store: Store, config_path: Path
+) -> None:
     made = cli.json(
         "client",
         "create",
@@ -40,12 +42,12 @@ def test_client_create_prints_id_and_secret_once_stored_as_digest(cli: CLI, stor
         "claim-client-claims-oidc-1.0",
     )
     assert set(made) == {"client_id", "client_secret"}
-    stored = store.get_client(made["client_id"])
+    stored = stored_client(store, made["client_id"])
     assert stored is not None
     assert stored.redirect_uris == ("https://rs.example/cb",)
     assert stored.push_claim_types == ("urn:example:roles", "claim-client-claims-oidc-1.0")
     assert stored.check_secret(made["client_secret"])
-    assert made["client_secret"] not in "\n".join(store.conn.iterdump())
+    assert made["client_secret"] not in dump_database(config_path.parent / "uma.db")
 
 
 def test_user_create_takes_json_values_and_password_from_stdin(cli: CLI, store: Store) -> None:
@@ -62,7 +64,7 @@ def test_user_create_takes_json_values_and_password_from_stdin(cli: CLI, store: 
         "name=Alice A",
         input="correct horse\n",
     )
-    found = store.get_user_by_username("alice")
+    found = stored_user(store, "alice")
     assert found is not None and found.sub == made["sub"]
     assert found.claims == {"roles": ["doctor"], "verified": True, "name": "Alice A"}
     assert found.password_hash is not None and "correct horse" not in found.password_hash

@@ -5,144 +5,72 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
-import requests
 
 from .conftest import LiveServer
+from .flows import (
+    DOCTORS_AND_ANNOTATORS,
+    DOCTORS_MAY_VIEW,
+    EMPLOYEE,
+    Flow,
+    Reply,
+    live_flow,
+    wait_until,
+)
 
-EMPLOYEE = "urn:example:employee"
+pytestmark = pytest.mark.live
 
-
-RULES = f"""
-[[rules]]
-id = "doctors"
-owner = "alice"
-scopes = ["view"]
-[[rules.conditions]]
-claim = "role"
-contains = "doctor"
-types = ["{EMPLOYEE}"]
-hint = "Your role at the hospital"
-"""
+X_RAYS = {"name": "X-rays", "scopes": ["view", "annotate"]}
+DOCTOR = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
 
 
 @pytest.fixture
 def rules_text() -> str:
-    return RULES
+    return DOCTORS_MAY_VIEW
 
 
-class Parties:
-    def __init__(self, server: LiveServer) -> None:
-        self.server = server
-        configuration = requests.get(
-            server.url + "/.well-known/uma-configuration", timeout=5
-        ).json()
-        self.endpoints = configuration
-        rs = server.command("client", "create", "--name", "Photo RS")
-        app = server.command("client", "create", "--name", "Viewer", "--push-claims", EMPLOYEE)
-        server.command("user", "create", "alice")
-        server.command("user", "create", "bob")
-        self.pat = {
-            "Authorization": "Bearer "
-            + server.command(
-                "token",
-                "issue",
-                "--client",
-                rs["client_id"],
-                "--user",
-                "alice",
-                "--scope",
-                "uma_protection",
-            )["access_token"]
-        }
-        # The client gets its AAT from the token endpoint, acting for itself.
-        aat = requests.post(
-            configuration["token_endpoint"],
-            data={"grant_type": "client_credentials", "scope": "uma_authorization"},
-            auth=(app["client_id"], app["client_secret"]),
-            timeout=5,
-        ).json()["access_token"]
-        self.aat = {"Authorization": f"Bearer {aat}"}
-        created = requests.post(
-            configuration["resource_set_registration_endpoint"] + "/resource_set",
-            json={"name": "X-rays", "scopes": ["view", "annotate"]},
-            headers=self.pat,
-            timeout=5,
-        )
-        self.rs_id = created.json()["_id"]
-
-    def ticket(self) -> str:
-        response = requests.post(
-            self.endpoints["permission_registration_endpoint"],
-            json={"resource_set_id": self.rs_id, "scopes": ["view"]},
-            headers=self.pat,
-            timeout=5,
-        )
-        assert response.status_code == 201
-        ticket: str = response.json()["ticket"]
-        return ticket
-
-    def ask(self, rpt: str, ticket: str, claims: list[dict[str, Any]] | None = None) -> Any:
-        body: dict[str, Any] = {"rpt": rpt, "ticket": ticket}
-        if claims is not None:
-            body["claims"] = claims
-        return requests.post(
-            self.endpoints["authorization_request_endpoint"],
-            json=body,
-            headers=self.aat,
-            timeout=30,
-        )
+@pytest.fixture
+def flow(live_server: LiveServer) -> Flow:
+    """alice's X-rays on a live server; a client that may push employee claims, with its AAT."""
+    return live_flow(live_server, X_RAYS, push_types=(EMPLOYEE,))
 
 
-DOCTOR = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
+def test_the_whole_flow(live_server: LiveServer, flow: Flow) -> None:
+    rpt = flow.new_rpt()
+    ticket = flow.ticket("view")
 
-
-def test_the_whole_flow(live_server: LiveServer) -> None:
-    parties = Parties(live_server)
-    rpt = requests.post(parties.endpoints["rpt_endpoint"], headers=parties.aat, timeout=5).json()[
-        "rpt"
-    ]
-    ticket = parties.ticket()
-
-    first = parties.ask(rpt, ticket)
-    assert first.status_code == 403
-    assert first.json()["error"] == "need_claims"
-    assert first.json()["need_claims"] == [
+    first = flow.ask(ticket, rpt=rpt)
+    assert first.status == 403
+    assert first.json["error"] == "need_claims"
+    assert first.json["need_claims"] == [
         {"type": EMPLOYEE, "name": "role", "value": "Your role at the hospital"}
     ]
 
-    granted = parties.ask(rpt, ticket, DOCTOR)
-    assert granted.status_code == 201
+    granted = flow.ask(ticket, DOCTOR, rpt=rpt)
+    assert granted.status == 201
     assert granted.headers["Content-Type"] == "application/json;charset=UTF-8"
-    assert granted.json() == {"rpt": rpt}
+    assert granted.json == {"rpt": rpt}
 
-    seen = requests.post(
-        parties.endpoints["introspection_endpoint"],
-        data={"token": rpt},
-        headers=parties.pat,
-        timeout=5,
-    ).json()
+    seen = flow.introspect(rpt)
     assert seen["active"] is True
     assert [(p["resource_set_id"], p["scopes"]) for p in seen["permissions"]] == [
-        (parties.rs_id, ["view"])
+        (flow.rs_id, ["view"])
     ]
 
     # The same ticket again is refused; a wrong claim value finishes a fresh one.
-    assert parties.ask(rpt, ticket, DOCTOR).json()["error"] == "invalid_ticket"
-    other = parties.ticket()
-    wrong = parties.ask(rpt, other, [{"type": EMPLOYEE, "value": {"role": ["porter"]}}])
-    assert wrong.status_code == 403 and wrong.json()["error"] == "not_authorized_permission"
-    assert parties.ask(rpt, other, DOCTOR).json()["error"] == "invalid_ticket"
+    assert flow.ask(ticket, DOCTOR, rpt=rpt).json["error"] == "invalid_ticket"
+    other = flow.ticket("view")
+    wrong = flow.ask(other, [{"type": EMPLOYEE, "value": {"role": ["porter"]}}], rpt=rpt)
+    assert wrong.status == 403 and wrong.json["error"] == "not_authorized_permission"
+    assert flow.ask(other, DOCTOR, rpt=rpt).json["error"] == "invalid_ticket"
 
     # Each decision is in the server's log, without tokens or claim values.
     log = live_server.output()
     for outcome in ("need_claims", "grant", "deny"):
         assert f"decision={outcome} " in log
-    for secret in (rpt, ticket, other, parties.aat["Authorization"][7:], "porter"):
+    for secret in (rpt, ticket, other, flow.app.token, "porter"):
         assert secret not in log
 
 
@@ -154,53 +82,48 @@ def replace_file(path: Path, text: str) -> None:
 
 
 def test_a_changed_rule_file_applies_within_two_seconds_and_a_broken_one_is_ignored(
-    live_server: LiveServer,
+    live_server: LiveServer, flow: Flow
 ) -> None:
-    parties = Parties(live_server)
     rules_file = live_server.config_path.parent / "policies.toml"
 
-    def annotate() -> Any:
-        ticket = requests.post(
-            parties.endpoints["permission_registration_endpoint"],
-            json={"resource_set_id": parties.rs_id, "scopes": ["annotate"]},
-            headers=parties.pat,
-            timeout=5,
-        ).json()["ticket"]
-        return parties.ask("none", ticket, DOCTOR)
+    def annotate() -> Reply:
+        return flow.ask(flow.ticket("annotate"), DOCTOR)
 
-    assert annotate().json()["error"] == "not_authorized_permission"
-    replace_file(
-        rules_file,
-        RULES + '\n[[rules]]\nid = "annotators"\nowner = "alice"\nscopes = ["annotate"]\n',
+    assert annotate().json["error"] == "not_authorized_permission"
+    replace_file(rules_file, DOCTORS_AND_ANNOTATORS)
+    wait_until(
+        lambda: annotate().status == 201,
+        timeout=2.0,
+        message="the changed rule file was not noticed in 2 s",
     )
-    changed = time.monotonic()
-    while annotate().status_code != 201:
-        assert time.monotonic() - changed < 2.0, "the changed rule file was not noticed in 2 s"
-        time.sleep(0.05)
 
     replace_file(rules_file, '[[rules]]\nid = "broken"\nscopes = "annotate"\n')
-    time.sleep(1.5)  # past the next check
-    assert annotate().status_code == 201  # the rules from before stay in force
+
+    def broken_file_reported() -> bool:
+        # The file is looked at on a request that needs the rules: ask until the server says it
+        # read the broken file, and until then (and after) the rules from before stay in force.
+        assert annotate().status == 201
+        return "is broken; keeping the rules loaded before" in live_server.output()
+
+    wait_until(broken_file_reported, timeout=10, message="the broken rule file was not reported")
+    assert annotate().status == 201  # the rules from before stay in force
     log = live_server.output()
     assert "reloaded: 2 rules" in log
     assert "is broken; keeping the rules loaded before" in log
     assert "rules[0]: missing 'owner'" in log
 
 
-def test_sixteen_simultaneous_requests_with_one_ticket_yield_one_grant(
-    live_server: LiveServer,
-) -> None:
-    parties = Parties(live_server)
-    ticket = parties.ticket()
+def test_sixteen_simultaneous_requests_with_one_ticket_yield_one_grant(flow: Flow) -> None:
+    ticket = flow.ticket("view")
     start = threading.Barrier(16)
     answers: list[tuple[int, str]] = []
     lock = threading.Lock()
 
     def ask() -> None:
         start.wait()
-        response = parties.ask("none", ticket, DOCTOR)
+        response = flow.ask(ticket, DOCTOR)
         with lock:
-            answers.append((response.status_code, response.json().get("error", "granted")))
+            answers.append((response.status, response.json.get("error", "granted")))
 
     threads = [threading.Thread(target=ask) for _ in range(16)]
     for thread in threads:

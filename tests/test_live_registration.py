@@ -8,9 +8,12 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+import pytest
 import requests
 
 from .conftest import LiveServer
+
+pytestmark = pytest.mark.live
 
 
 def test_walk_from_client_create_to_delete(live_server: LiveServer) -> None:

@@ -9,22 +9,8 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from .conftest import CLI, Party, Store
-
-GOOD = """
-[[rules]]
-id = "doctors"
-owner = "alice"
-scopes = ["view"]
-[[rules.conditions]]
-claim = "role"
-contains = "doctor"
-
-[[rules]]
-id = "family"
-owner = "alice"
-scopes = ["view", "print"]
-"""
+from .conftest import CLI, Party, Store, make_client
+from .flows import DOCTORS_AND_BOBS_PHOTOS, DOCTORS_AND_FAMILY, EMPLOYEE
 
 BROKEN = """
 [[rules]]
@@ -44,7 +30,7 @@ regex = "(unclosed"
 
 def test_check_a_valid_file_lists_its_rules(cli: CLI, tmp_path: Path) -> None:
     path = tmp_path / "rules.toml"
-    path.write_text(GOOD, encoding="utf-8")
+    path.write_text(DOCTORS_AND_FAMILY, encoding="utf-8")
     assert cli.json("policy", "check", str(path)) == {
         "file": str(path),
         "valid": True,
@@ -53,7 +39,7 @@ def test_check_a_valid_file_lists_its_rules(cli: CLI, tmp_path: Path) -> None:
 
 
 def test_check_defaults_to_the_configured_file(cli: CLI, config_path: Path) -> None:
-    (config_path.parent / "policies.toml").write_text(GOOD, encoding="utf-8")
+    (config_path.parent / "policies.toml").write_text(DOCTORS_AND_FAMILY, encoding="utf-8")
     assert cli.json("policy", "check")["rules"] == ["doctors", "family"]
 
 
@@ -98,7 +84,7 @@ def test_check_refuses_a_missing_or_unreadable_file(
 
 def test_check_does_not_need_a_config_for_an_explicit_file(tmp_path: Path) -> None:
     path = tmp_path / "rules.toml"
-    path.write_text(GOOD, encoding="utf-8")
+    path.write_text(DOCTORS_AND_FAMILY, encoding="utf-8")
     result = CLI(tmp_path / "no-such-config.toml")("policy", "check", str(path))
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["valid"] is True
@@ -106,28 +92,10 @@ def test_check_does_not_need_a_config_for_an_explicit_file(tmp_path: Path) -> No
 
 # -- policy explain ------------------------------------------------------------------------------
 
-EMPLOYEE = "urn:example:employee"
-EXPLAINED = f"""
-[[rules]]
-id = "doctors"
-owner = "alice"
-scopes = ["view"]
-[[rules.conditions]]
-claim = "role"
-contains = "doctor"
-types = ["{EMPLOYEE}"]
-hint = "Your role at the hospital"
-
-[[rules]]
-id = "bobs-photos"
-owner = "bob"
-scopes = ["view"]
-"""
-
 
 @pytest.fixture
 def rules_text() -> str:
-    return EXPLAINED
+    return DOCTORS_AND_BOBS_PHOTOS
 
 
 @pytest.fixture
@@ -181,8 +149,8 @@ def test_explain_a_grant(cli: CLI, tmp_path: Path, photos: str) -> None:
 def test_explain_need_claims_for_a_client(
     cli: CLI, store: Store, tmp_path: Path, photos: str
 ) -> None:
-    client, _ = store.create_client("bob's app", [], [EMPLOYEE])
-    result = explain(cli, tmp_path, photos, [], "--client", client.client_id)
+    client_id, _ = make_client(store, "bob's app", (EMPLOYEE,))
+    result = explain(cli, tmp_path, photos, [], "--client", client_id)
     assert result.exit_code == 0, result.stderr
     answer = json.loads(result.stdout)
     assert answer["decision"] == "need_claims"
@@ -190,8 +158,8 @@ def test_explain_need_claims_for_a_client(
         {"type": EMPLOYEE, "name": "role", "value": "Your role at the hospital"}
     ]
     # A client that may push no type the rule accepts is refused instead.
-    other, _ = store.create_client("other app", [], ["urn:example:other"])
-    answer = json.loads(explain(cli, tmp_path, photos, [], "--client", other.client_id).stdout)
+    other_id, _ = make_client(store, "other app", ("urn:example:other",))
+    answer = json.loads(explain(cli, tmp_path, photos, [], "--client", other_id).stdout)
     assert answer["decision"] == "deny"
     assert "this client cannot supply one" in answer["explanation"][0]["reasons"][0]
 
@@ -251,9 +219,9 @@ def test_explain_only_an_owners_own_set(cli: CLI, tmp_path: Path, photos: str) -
 def test_explain_a_type_the_client_may_not_push(
     cli: CLI, store: Store, tmp_path: Path, photos: str
 ) -> None:
-    client, _ = store.create_client("bob's app", [], [EMPLOYEE])
+    client_id, _ = make_client(store, "bob's app", (EMPLOYEE,))
     pushed = [{"type": "urn:example:other", "value": {"role": ["doctor"]}}]
-    result = explain(cli, tmp_path, photos, pushed, "--client", client.client_id)
+    result = explain(cli, tmp_path, photos, pushed, "--client", client_id)
     assert result.exit_code == 1
     assert "may not push claims of type 'urn:example:other'" in result.stderr
 

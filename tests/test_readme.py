@@ -12,6 +12,8 @@ import pytest
 
 from .conftest import ROOT, LiveServer
 
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture
 def rules_text() -> str:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from .conftest import Party, Store, make_party
+from .conftest import Party, Store, make_client, make_party
 
 COLLECTION = "/rs/resource_set"
 PHOTO = {
@@ -274,13 +274,13 @@ def test_others_cannot_see_or_touch_a_set(
 def test_client_credentials_token_owns_its_own_sets(
     http: FlaskClient, store: Store, rs: Party
 ) -> None:
-    made, secret = store.create_client("rs2", [], [])
+    client_id, secret = make_client(store, "rs2")
     token = http.post(
         "/token",
         data={"grant_type": "client_credentials", "scope": "uma_protection"},
-        auth=(made.client_id, secret),
+        auth=(client_id, secret),
     ).json["access_token"]
     own = {"Authorization": f"Bearer {token}"}
-    rs_id = create(http, Party(made.client_id, secret, "", token))
+    rs_id = create(http, Party(client_id, secret, "", token))
     assert http.get(COLLECTION, headers=own).json == [rs_id]
     assert http.get(COLLECTION, headers=rs.auth).json == []

@@ -1,6 +1,7 @@
 """The configuration document at /.well-known/uma-configuration.
 
-Its `*_supported` lists name only what works; every URL is absolute, built from `issuer`.
+It advertises only what answers: its `*_supported` lists name only what works, and an endpoint that
+is not built yet is left out. Every URL is absolute, built from `issuer`.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ def configuration() -> Response:
         "aat_grant_types_supported": list(GRANT_TYPES),
         "claim_profiles_supported": CLAIM_PROFILES,
         "token_endpoint": config.url("/token"),
-        "user_endpoint": config.url("/authorize"),
-        "dynamic_client_endpoint": config.url("/register"),
+        # Not built yet, so not advertised: user_endpoint (/authorize, where owners and requesting
+        # parties sign in) and dynamic_client_endpoint (/register). The sign-in issue puts them
+        # back, with the endpoints.
         "resource_set_registration_endpoint": config.url("/rs"),
         "introspection_endpoint": config.url("/introspect"),
         "permission_registration_endpoint": config.url("/permission"),
