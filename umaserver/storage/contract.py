@@ -11,7 +11,9 @@ own. The atomic primitives (`consume_ticket`, `finish_ticket`, `count_ticket_req
 `record_assertion_use`) are safe under concurrent callers on separate handles: of racers on one open
 ticket exactly one consumes it. The authorization request must read its ticket, record claims and
 assertion uses, decide and consume inside one `transaction()`, so that what it decided on is what
-it recorded.
+it recorded: what a transaction has read stays true until it ends (no other handle writes in
+between; SQLite gets this from `BEGIN IMMEDIATE`, a server database needs row locks or
+serializable isolation). "Live" and "unexpired" mean `expires_at > now` everywhere.
 
 Implementations: `sqlite.SQLiteStorage`. The suite in `tests/storage/` checks any implementation.
 """
@@ -67,7 +69,9 @@ class ResourceSets(Protocol):
     """Sets are found by (id, owner, resource server), except by `find_resource_set`, which the
     decision about a ticket uses whoever asks."""
 
-    def add_resource_set(self, resource_set: ResourceSet, created_at: int) -> None: ...
+    def add_resource_set(self, resource_set: ResourceSet, created_at: int) -> None:
+        """The description holds `name` (and perhaps `type`), which rules select sets by."""
+        ...
 
     def get_resource_set(self, rs_id: str, owner: str, client_id: str) -> ResourceSet | None: ...
 
@@ -118,7 +122,9 @@ class GatheredClaims(Protocol):
         and requesting party."""
         ...
 
-    def gathered_claims(self, ticket_digest: str, requesting_party: str) -> list[Claim]: ...
+    def gathered_claims(self, ticket_digest: str, requesting_party: str) -> list[Claim]:
+        """In no particular order."""
+        ...
 
 
 class AssertionUses(Protocol):
@@ -183,4 +189,6 @@ class Storage(
         """One write transaction; a nested use joins the outer one. An exception rolls back."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Ends the handle; what it committed stays."""
+        ...

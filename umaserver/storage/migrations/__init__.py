@@ -122,6 +122,13 @@ def _apply(
             if schema_version(conn) != only_if_version:
                 conn.execute("ROLLBACK")  # another process got here first
                 return
+            already = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if already:
+                raise SchemaError(
+                    f"the database already has {len(already)} rows pointing at nothing (first in"
+                    f" table {already[0][0]!r}), written with foreign keys off; repair them (or"
+                    f" restore a backup) before upgrading; nothing was changed"
+                )
             for statement in statements(script):
                 conn.execute(statement)
             broken = conn.execute("PRAGMA foreign_key_check").fetchall()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +19,7 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _use_wal(conn)
     conn.execute("PRAGMA synchronous = NORMAL")
     return conn
 
@@ -53,3 +54,17 @@ class Base:
     def _one(self, sql: str, parameters: Iterable[Any] = ()) -> sqlite3.Row | None:
         row: sqlite3.Row | None = self.conn.execute(sql, tuple(parameters)).fetchone()
         return row
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switching a database to WAL needs it to itself for a moment and does not wait on the busy
+    timeout: connections that open a new database together retry here instead of failing."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)

@@ -64,7 +64,7 @@ class Evidence(Base):
         with self.transaction():
             rows = self.conn.execute(
                 "SELECT * FROM seen_assertions WHERE issuer = ? AND assertion_id = ?"
-                " AND expires_at >= ?",
+                " AND expires_at > ?",
                 (use.issuer, use.assertion_id, now),
             ).fetchall()
             # The first use of an assertion with a ticket is the one remembered.

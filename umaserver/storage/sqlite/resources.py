@@ -76,7 +76,7 @@ class Resources(Base):
 
     def list_resource_sets(self, owner: str, client_id: str) -> list[str]:
         rows = self.conn.execute(
-            "SELECT id FROM resource_sets WHERE owner = ? AND client_id = ? ORDER BY created_at, id",
+            "SELECT id FROM resource_sets WHERE owner = ? AND client_id = ? ORDER BY created_at, rowid",
             (owner, client_id),
         ).fetchall()
         return [row["id"] for row in rows]

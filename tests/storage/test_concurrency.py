@@ -1,0 +1,202 @@
+"""Handles, transactions and races: what one handle's transaction lets another handle see, and the
+contract's atomic operations under racing callers, each on its own handle (its own connection):
+"of racers on one open ticket exactly one consumes it". Every racer waits at one barrier, so that
+they start together."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import TypeVar
+
+import pytest
+
+from umaserver.storage import Storage
+from umaserver.storage.records import Client, User
+
+from .builders import T, assertion_use, claim, make_set, make_ticket, make_token, make_user
+from .conftest import StoreFactory
+
+RACERS = 16
+R = TypeVar("R")
+
+
+class Boom(Exception):
+    """Raised inside a transaction to roll it back."""
+
+
+def race(store_factory: StoreFactory, action: Callable[[Storage, int], R]) -> list[R]:
+    """Runs `action(handle, racer)` in RACERS threads at once, each with its own handle; the
+    results in racer order (a racer's exception is raised here)."""
+    handles = [store_factory() for _ in range(RACERS)]
+    barrier = threading.Barrier(RACERS, timeout=30)
+
+    def run(racer: int) -> R:
+        barrier.wait()
+        return action(handles[racer], racer)
+
+    with ThreadPoolExecutor(max_workers=RACERS) as pool:
+        return list(pool.map(run, range(RACERS), timeout=60))
+
+
+def test_of_racers_consuming_one_ticket_exactly_one_does(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    ticket = make_ticket(store)
+    results = race(store_factory, lambda handle, _: handle.consume_ticket(ticket.digest))
+    assert results.count(True) == 1
+    assert store.get_ticket(ticket.digest) == replace(ticket, state="granted")
+
+
+def test_of_racers_consuming_and_finishing_one_ticket_exactly_one_does(
+    store_factory: StoreFactory,
+) -> None:
+    store = store_factory()
+    ticket = make_ticket(store)
+
+    def close(handle: Storage, racer: int) -> bool:
+        if racer % 2:
+            return handle.finish_ticket(ticket.digest)
+        return handle.consume_ticket(ticket.digest)
+
+    results = race(store_factory, close)
+    assert results.count(True) == 1
+    winner = results.index(True)
+    got = store.get_ticket(ticket.digest)
+    assert got == replace(ticket, state="finished" if winner % 2 else "granted")
+
+
+def test_racers_counting_requests_get_every_count_once(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    ticket = make_ticket(store)
+    counts = race(store_factory, lambda handle, _: handle.count_ticket_request(ticket.digest))
+    assert sorted(counts) == list(range(1, RACERS + 1))
+    assert store.get_ticket(ticket.digest) == replace(ticket, requests=RACERS)
+
+
+def test_racers_using_one_assertion_see_each_others_uses(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    rs = make_set(store)
+    tickets = [make_ticket(store, rs).digest for _ in range(RACERS)]
+    earlier = race(
+        store_factory,
+        lambda handle, racer: handle.record_assertion_use(
+            assertion_use(tickets[racer], f"party-{racer}"), T
+        ),
+    )
+    # One saw no earlier use; every later one saw all those before it.
+    assert sorted(len(uses) for uses in earlier) == list(range(RACERS))
+    for racer, uses in enumerate(earlier):
+        assert tickets[racer] not in {use.ticket_digest for use in uses}
+    remembered = store.record_assertion_use(assertion_use(make_ticket(store, rs).digest), T)
+    assert sorted(use.ticket_digest for use in remembered) == sorted(tickets)
+
+
+def test_racers_deciding_in_a_transaction_see_the_ticket_open_only_once(
+    store_factory: StoreFactory,
+) -> None:
+    """The authorization request reads the ticket, records what it gathered and consumes the
+    ticket in one transaction: what it read must still hold when it writes."""
+    store = store_factory()
+    ticket = make_ticket(store)
+
+    def decide(handle: Storage, racer: int) -> tuple[bool, bool]:
+        with handle.transaction():
+            read = handle.get_ticket(ticket.digest)
+            is_open = read is not None and read.state == "open"
+            time.sleep(0.005)  # a decision takes time: let the others read meanwhile
+            if is_open:
+                handle.record_claims(ticket.digest, f"party-{racer}", [claim("n", racer)])
+                handle.count_ticket_request(ticket.digest)
+            return is_open, handle.consume_ticket(ticket.digest)
+
+    results = race(store_factory, decide)
+    assert [saw_open for saw_open, _ in results].count(True) == 1
+    assert [result for result in results if result[0] or result[1]] == [(True, True)]
+    winner = results.index((True, True))
+    assert store.get_ticket(ticket.digest) == replace(ticket, requests=1, state="granted")
+    assert store.gathered_claims(ticket.digest, f"party-{winner}") == [claim("n", winner)]
+
+
+def test_an_assertion_use_in_a_transaction_that_raises_is_forgotten(store: Storage) -> None:
+    first, second = make_ticket(store).digest, make_ticket(store).digest
+    with pytest.raises(RuntimeError), store.transaction():
+        assert store.record_assertion_use(assertion_use(first), T) == []
+        raise RuntimeError("the request was refused")
+    assert store.record_assertion_use(assertion_use(second), T) == []
+
+
+# -- transactions and handles ----------------------------------------------------------------------
+
+
+def test_a_transaction_that_raises_leaves_nothing(store_factory: StoreFactory) -> None:
+    store, other = store_factory(), store_factory()
+    ticket = make_ticket(store)
+    with pytest.raises(Boom), store.transaction():
+        assert store.consume_ticket(ticket.digest)
+        store.record_claims(ticket.digest, "bob", [claim("email", "bob@x.test")])
+        assert store.get_ticket(ticket.digest) == replace(ticket, state="granted")  # own writes
+        raise Boom
+    for handle in (store, other):
+        assert handle.get_ticket(ticket.digest) == ticket
+        assert handle.gathered_claims(ticket.digest, "bob") == []
+
+
+def test_a_nested_transaction_joins_the_outer_one(store: Storage) -> None:
+    ticket, client = make_ticket(store), Client("c-nested", "d", "n", (), ())
+    with pytest.raises(Boom), store.transaction():
+        store.add_client(client, T)
+        with store.transaction():
+            assert store.count_ticket_request(ticket.digest) == 1
+        assert store.get_client("c-nested") == client  # the inner one did not end it
+        with store.transaction():
+            store.finish_ticket(ticket.digest)
+            raise Boom
+    assert store.get_client("c-nested") is None
+    assert store.get_ticket(ticket.digest) == ticket
+
+
+def test_a_transaction_commits_when_it_ends(store_factory: StoreFactory) -> None:
+    store, other = store_factory(), store_factory()
+    ticket = make_ticket(store)
+    with store.transaction():
+        store.consume_ticket(ticket.digest)
+        with store.transaction():
+            store.add_user(User("sub-t", "tina", None, {}), T)
+        assert other.get_ticket(ticket.digest) == ticket  # not before it commits
+        assert other.get_username("sub-t") is None
+    assert other.get_ticket(ticket.digest) == replace(ticket, state="granted")
+    assert other.get_username("sub-t") == "tina"
+
+
+def test_a_taken_username_in_a_transaction_does_not_spoil_it(store_factory: StoreFactory) -> None:
+    store, other = store_factory(), store_factory()
+    alice = make_user(store, "alice")
+    with store.transaction():
+        assert store.add_user(User("sub-a2", "alice", None, {}), T) is False
+        assert store.add_user(User("sub-b", "bob", None, {}), T) is True
+    assert other.get_user_by_username("alice") == alice
+    assert other.get_username("sub-b") == "bob"
+    assert other.get_username("sub-a2") is None
+
+
+def test_outside_a_transaction_each_operation_commits_on_its_own(
+    store_factory: StoreFactory,
+) -> None:
+    store, other = store_factory(), store_factory()
+    ticket = make_ticket(store)
+    assert other.get_ticket(ticket.digest) == ticket
+    assert store.count_ticket_request(ticket.digest) == 1
+    assert other.get_ticket(ticket.digest) == replace(ticket, requests=1)
+    token = make_token(store)
+    assert store.revoke_access_token(token.digest)
+    assert other.revoke_access_token(token.digest) is False
+
+
+def test_what_a_closed_handle_committed_stays(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    user = make_user(store, "closer")
+    store.close()
+    assert store_factory().get_user_by_username("closer") == user

@@ -1,0 +1,550 @@
+"""The storage contract, operation by operation (`umaserver.storage.contract`): what each docstring
+promises, through the contract alone, so that every backend of `store_factory` must pass it as is.
+Transactions, handles and the races between them are in test_concurrency.py."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Literal
+
+import pytest
+
+from umaserver.storage import Storage, contract
+from umaserver.storage.records import AssertionUse, Client, Permission, Ticket, TicketState, User
+
+from .builders import (
+    HOUR,
+    T,
+    assertion_use,
+    claim,
+    make_client,
+    make_rpt,
+    make_set,
+    make_ticket,
+    make_token,
+    make_user,
+    permission,
+)
+
+
+def same_json(got: Any, expected: Any) -> bool:
+    """Equal as JSON, types included (True is not 1, 1.0 is not 1); key order aside."""
+    return json.dumps(got, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+# -- the suite covers the contract -----------------------------------------------------------------
+
+
+SUITE = ("builders.py", "test_conformance.py", "test_concurrency.py")
+
+
+def contract_operations() -> set[str]:
+    return {
+        name
+        for _, protocol in inspect.getmembers(contract, inspect.isclass)
+        if protocol.__module__ == contract.__name__
+        for name, member in vars(protocol).items()
+        if callable(member) and not name.startswith("_")
+    }
+
+
+def test_every_operation_of_the_contract_is_exercised() -> None:
+    here = Path(__file__).parent
+    suite = "".join((here / name).read_text(encoding="utf-8") for name in SUITE)
+    operations = contract_operations()
+    assert {"transaction", "close", "add_client", "record_assertion_use"} <= operations
+    assert sorted(name for name in operations if f".{name}(" not in suite) == []
+
+
+# -- clients ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("redirect_uris", "push_claim_types"),
+    [
+        ((), ()),
+        (("https://a.test/cb",), ("custom",)),
+        (
+            ("https://b.test/2", "https://a.test/1", "http://localhost:8080/cb?x=1&y=é"),
+            ("claim-client-assertion-saml-1.0", "claim-client-claims-oidc-1.0", "custom"),
+        ),
+    ],
+)
+def test_client_round_trip(
+    store: Storage, redirect_uris: tuple[str, ...], push_claim_types: tuple[str, ...]
+) -> None:
+    client = Client("client-1", "digest-1", "Ünïcode client ✓", redirect_uris, push_claim_types)
+    store.add_client(client, T)
+    assert store.get_client("client-1") == client
+    assert store.get_client("client-2") is None
+
+
+# -- users -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("password_hash", "claims"),
+    [
+        (None, {}),
+        ("scrypt$salt$hash", {"email": "a@b.test", "groups": ["x", "y"], "age": 42, "ok": True}),
+        ("h", {"nested": {"list": [1, 2.5, None, "ü"]}}),
+    ],
+)
+def test_user_round_trip(store: Storage, password_hash: str | None, claims: dict[str, Any]) -> None:
+    user = User("sub-1", "alice", password_hash, claims)
+    assert store.add_user(user, T) is True
+    got = store.get_user_by_username("alice")
+    assert got == user and got is not None and same_json(got.claims, claims)
+    assert store.get_username("sub-1") == "alice"
+    assert store.get_user_by_username("bob") is None
+    assert store.get_username("sub-2") is None
+
+
+def test_a_taken_username_is_refused_and_nothing_stored(store: Storage) -> None:
+    first = make_user(store, "alice")
+    assert store.add_user(User("sub-other", "alice", None, {"x": 1}), T) is False
+    assert store.get_user_by_username("alice") == first
+    assert store.get_username("sub-other") is None
+
+
+# -- access tokens ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("of_user", [True, False], ids=["user", "client-own"])
+def test_access_token_comes_with_its_users_username(store: Storage, of_user: bool) -> None:
+    user = make_user(store, "alice") if of_user else None
+    token = make_token(store, user=user)
+    got = store.get_access_token(token.digest)
+    assert got == replace(token, username="alice" if of_user else None)
+    assert store.get_access_token("no-such-digest") is None
+
+
+def test_revoking_an_access_token_works_once(store: Storage) -> None:
+    token = make_token(store)
+    assert store.revoke_access_token(token.digest) is True
+    assert store.revoke_access_token(token.digest) is False
+    got = store.get_access_token(token.digest)
+    assert got is not None and got.revoked
+    assert store.revoke_access_token("no-such-digest") is False
+    assert store.revoke_access_token(make_token(store, revoked=True).digest) is False
+
+
+# -- resource sets ---------------------------------------------------------------------------------
+
+
+def test_resource_set_round_trip(store: Storage) -> None:
+    description = {
+        "name": "Fotoalbum ✓",
+        "type": "https://www.example.com/rsets/photoalbum",
+        "scopes": ["view", "edit"],
+        "icon_uri": "https://x.test/i.png",
+        "extension": {"nested": [1, 2.5, True, None, {"deep": "ü"}]},
+    }
+    resource_set = make_set(store, description=description)
+    got = store.get_resource_set(resource_set.id, resource_set.owner, resource_set.client_id)
+    assert got == resource_set and got is not None
+    assert same_json(got.description, resource_set.description)
+    assert store.find_resource_set(resource_set.id) == resource_set
+    assert store.find_resource_set("no-such-set") is None
+
+
+@pytest.mark.parametrize("who", ["other owner", "other resource server", "other id"])
+def test_resource_sets_are_only_seen_by_their_owner_and_resource_server(
+    store: Storage, who: str
+) -> None:
+    mine = make_set(store)
+    other_client = make_client(store)
+    rs_id, owner, client_id = mine.id, mine.owner, mine.client_id
+    if who == "other owner":
+        owner = "someone-else"
+    elif who == "other resource server":
+        client_id = other_client.client_id
+    else:
+        rs_id = make_set(store, client=other_client, owner=mine.owner).id
+
+    assert store.get_resource_set(rs_id, owner, client_id) is None
+    assert store.replace_resource_set(rs_id, owner, client_id, {"name": "Hijacked"}, T + 1) is False
+    assert store.delete_resource_set(rs_id, owner, client_id) is False
+    assert store.list_resource_sets(owner, client_id) == ([mine.id] if who == "other id" else [])
+    # ...and the set is untouched, and found by id whoever asks.
+    assert store.get_resource_set(mine.id, mine.owner, mine.client_id) == mine
+    assert store.find_resource_set(mine.id) == mine
+
+
+def test_replacing_a_resource_set(store: Storage) -> None:
+    rs = make_set(store)
+    new = {"name": "Renamed", "scopes": ["view"], "type": None, "extra": {"ü": [1]}}
+    assert store.replace_resource_set(rs.id, rs.owner, rs.client_id, new, T + 5) is True
+    got = store.get_resource_set(rs.id, rs.owner, rs.client_id)
+    assert got == replace(rs, description=new) and got is not None
+    assert same_json(got.description, new)
+    assert store.list_resource_sets(rs.owner, rs.client_id) == [rs.id]
+
+
+def test_deleting_a_resource_set(store: Storage) -> None:
+    rs = make_set(store)
+    assert store.delete_resource_set(rs.id, rs.owner, rs.client_id) is True
+    assert store.delete_resource_set(rs.id, rs.owner, rs.client_id) is False
+    assert store.get_resource_set(rs.id, rs.owner, rs.client_id) is None
+    assert store.find_resource_set(rs.id) is None
+    assert store.list_resource_sets(rs.owner, rs.client_id) == []
+
+
+def test_resource_sets_are_listed_in_registration_order_per_owner_and_server(
+    store: Storage,
+) -> None:
+    client, other_client = make_client(store), make_client(store)
+    ids = [make_set(store, client, "alice", T + n, rs_id=f"rs-{c}").id for n, c in enumerate("cab")]
+    make_set(store, client, "bob")
+    make_set(store, other_client, "alice")
+    assert store.list_resource_sets("alice", client.client_id) == ids
+    assert store.list_resource_sets("carol", client.client_id) == []
+
+
+def test_resource_sets_registered_in_one_second_are_listed_in_registration_order(
+    store: Storage,
+) -> None:
+    client = make_client(store)
+    for rs_id in ("zeta", "alpha", "mu"):
+        make_set(store, client, "alice", T, rs_id=rs_id)
+    assert store.list_resource_sets("alice", client.client_id) == ["zeta", "alpha", "mu"]
+
+
+def test_deleting_a_resource_set_takes_its_tickets_claims_and_permissions(store: Storage) -> None:
+    client = make_client(store)
+    doomed, kept = make_set(store, client, "alice"), make_set(store, client, "alice")
+    doomed_ticket, kept_ticket = make_ticket(store, doomed), make_ticket(store, kept)
+    for ticket in (doomed_ticket, kept_ticket):
+        store.record_claims(ticket.digest, "bob", [claim("email", "bob@x.test")])
+    rpt = make_rpt(store)
+    store.put_permission(rpt.digest, permission(doomed, issued_at=T))
+    store.put_permission(rpt.digest, permission(kept, issued_at=T + 1))
+
+    assert store.delete_resource_set(doomed.id, "alice", client.client_id) is True
+
+    assert store.get_ticket(doomed_ticket.digest) is None
+    assert store.gathered_claims(doomed_ticket.digest, "bob") == []
+    assert store.get_permission(rpt.digest, doomed.id) is None
+    assert store.permissions_of(rpt.digest, T) == [permission(kept, issued_at=T + 1)]
+    assert store.get_ticket(kept_ticket.digest) == kept_ticket
+    assert store.gathered_claims(kept_ticket.digest, "bob") == [claim("email", "bob@x.test")]
+    # A ticket made again with the old digest starts without claims.
+    make_ticket(store, kept, digest=doomed_ticket.digest)
+    assert store.gathered_claims(doomed_ticket.digest, "bob") == []
+
+
+# -- tickets ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", ["open", "granted", "finished"])
+def test_ticket_round_trip(store: Storage, state: TicketState) -> None:
+    rs = make_set(store)
+    ticket = Ticket(
+        "ticket-1", rs.owner, rs.client_id, rs.id, ("view", "edit"), T, T + 60, 3, state
+    )
+    store.add_ticket(ticket)
+    assert store.get_ticket("ticket-1") == ticket
+    assert store.get_ticket("ticket-2") is None
+
+
+def test_requests_are_counted_on_an_open_ticket(store: Storage) -> None:
+    ticket = make_ticket(store)
+    assert [store.count_ticket_request(ticket.digest) for _ in range(3)] == [1, 2, 3]
+    assert store.get_ticket(ticket.digest) == replace(ticket, requests=3)
+
+
+@pytest.mark.parametrize("state", ["granted", "finished", "unknown"])
+def test_requests_are_not_counted_on_a_ticket_not_open(
+    store: Storage, state: TicketState | Literal["unknown"]
+) -> None:
+    digest = "no-such-ticket" if state == "unknown" else make_ticket(store, state=state).digest
+    before = store.get_ticket(digest)
+    assert store.count_ticket_request(digest) == 0
+    assert store.get_ticket(digest) == before
+
+
+@pytest.mark.parametrize(("operation", "to"), [("consume", "granted"), ("finish", "finished")])
+@pytest.mark.parametrize("start", ["open", "granted", "finished", "unknown"])
+def test_closing_a_ticket_moves_only_an_open_one(
+    store: Storage, operation: str, to: TicketState, start: TicketState | Literal["unknown"]
+) -> None:
+    ticket = None if start == "unknown" else make_ticket(store, state=start)
+    digest = ticket.digest if ticket else "no-such-ticket"
+    close = store.consume_ticket if operation == "consume" else store.finish_ticket
+    assert close(digest) is (start == "open")
+    assert close(digest) is False  # never twice
+    if ticket is not None:
+        assert store.get_ticket(digest) == replace(
+            ticket, state=to if start == "open" else ticket.state
+        )
+
+
+def test_a_consumed_ticket_cannot_be_finished_nor_a_finished_one_consumed(store: Storage) -> None:
+    granted, finished = make_ticket(store), make_ticket(store)
+    assert store.consume_ticket(granted.digest) and store.finish_ticket(finished.digest)
+    assert store.finish_ticket(granted.digest) is False
+    assert store.consume_ticket(finished.digest) is False
+    assert store.get_ticket(granted.digest) == replace(granted, state="granted")
+    assert store.get_ticket(finished.digest) == replace(finished, state="finished")
+
+
+def test_expired_tickets_are_forgotten_with_their_claims(store: Storage) -> None:
+    rs = make_set(store)
+    expiring = [make_ticket(store, rs, expires_at=T + n) for n in (10, 20, 30, 40)]
+    boundary = make_ticket(store, rs, expires_at=T + 50)  # expires at the moment: not before it
+    later = make_ticket(store, rs, expires_at=T + 60)
+    for ticket in [*expiring, boundary, later]:
+        store.record_claims(ticket.digest, "bob", [claim("n", 1)])
+
+    assert store.delete_tickets_expired_before(T + 50, 3) == 3  # at most `limit`
+    assert store.delete_tickets_expired_before(T + 50, 3) == 1
+    assert store.delete_tickets_expired_before(T + 50, 3) == 0
+
+    for ticket in expiring:
+        assert store.get_ticket(ticket.digest) is None
+        assert store.gathered_claims(ticket.digest, "bob") == []
+    for ticket in (boundary, later):
+        assert store.get_ticket(ticket.digest) == ticket
+        assert store.gathered_claims(ticket.digest, "bob") == [claim("n", 1)]
+
+
+# -- gathered claims -------------------------------------------------------------------------------
+
+
+def by_name(claims: list[Any]) -> list[Any]:
+    return sorted(claims, key=lambda c: (c.type, c.name, c.issuer))
+
+
+def test_claims_are_replaced_by_type_and_name_with_their_provenance(store: Storage) -> None:
+    ticket = make_ticket(store)
+    store.record_claims(
+        ticket.digest,
+        "bob",
+        [claim("email", "old@x.test", issuer="client-x"), claim("email", "oidc@x.test", "oidc")],
+    )
+    store.record_claims(ticket.digest, "bob", [])  # nothing to record: nothing changes
+    newer = claim("email", "new@x.test", issuer="https://idp.test", at=T + 9)
+    store.record_claims(ticket.digest, "bob", (c for c in [newer, claim("age", 30)]))
+    assert by_name(store.gathered_claims(ticket.digest, "bob")) == by_name(
+        [newer, claim("age", 30), claim("email", "oidc@x.test", "oidc")]
+    )
+
+
+def test_claims_are_never_shown_to_another_party_or_for_another_ticket(store: Storage) -> None:
+    ticket, other_ticket = make_ticket(store), make_ticket(store)
+    store.record_claims(ticket.digest, "bob", [claim("email", "bob@x.test")])
+    store.record_claims(ticket.digest, "carol", [claim("email", "carol@x.test")])
+    assert store.gathered_claims(ticket.digest, "bob") == [claim("email", "bob@x.test")]
+    assert store.gathered_claims(ticket.digest, "carol") == [claim("email", "carol@x.test")]
+    assert store.gathered_claims(ticket.digest, "dave") == []
+    assert store.gathered_claims(other_ticket.digest, "bob") == []
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        "",
+        'ünïcödé ✓ 日本語 🎉 "quoted" \\ back\nslash',
+        0,
+        -17,
+        2**53 + 1,
+        1.5,
+        -0.25,
+        1e-7,
+        True,
+        False,
+        None,
+        [],
+        {},
+        ["a", 1, 2.5, True, None, ["nested"], {"k": "v"}],
+        {"a": {"b": {"c": [1, {"d": None}]}}, "ü": "ß", "n": False, "f": 3.25},
+    ],
+    ids=repr,
+)
+def test_claim_values_of_every_json_kind_round_trip(store: Storage, value: Any) -> None:
+    ticket = make_ticket(store)
+    store.record_claims(ticket.digest, "bob", [claim("value ✓", value)])
+    [got] = store.gathered_claims(ticket.digest, "bob")
+    assert got == claim("value ✓", value) and same_json(got.value, value)
+
+
+# -- assertion uses --------------------------------------------------------------------------------
+
+
+def test_assertion_uses_report_the_earlier_ones(store: Storage) -> None:
+    first, second, third = (make_ticket(store).digest for _ in range(3))
+    assert store.record_assertion_use(assertion_use(first, "alice"), T) == []
+    assert store.record_assertion_use(assertion_use(second, "bob"), T) == [
+        assertion_use(first, "alice")
+    ]
+    earlier = store.record_assertion_use(assertion_use(third, "alice"), T)
+    assert sorted(earlier, key=lambda u: u.ticket_digest) == sorted(
+        [assertion_use(first, "alice"), assertion_use(second, "bob")],
+        key=lambda u: u.ticket_digest,
+    )
+    # another assertion ID, or the same ID from another issuer, is another assertion
+    assert store.record_assertion_use(assertion_use(first, assertion_id="_a2"), T) == []
+    other_issuer = AssertionUse("https://other-idp.test", "_a1", first, "alice", T + HOUR)
+    assert store.record_assertion_use(other_issuer, T) == []
+
+
+def test_of_two_uses_with_one_ticket_the_first_is_kept(store: Storage) -> None:
+    ticket, probe = make_ticket(store).digest, make_ticket(store).digest
+    first = assertion_use(ticket, "alice", expires_at=T + 100)
+    assert store.record_assertion_use(first, T) == []
+    assert store.record_assertion_use(assertion_use(ticket, "bob", T + 900), T) == [first]
+    assert store.record_assertion_use(assertion_use(probe), T) == [first]
+
+
+@pytest.mark.parametrize(
+    ("expires_at", "reported"),
+    [
+        (T - 100, False),
+        (T - 1, False),
+        (T, False),
+        (T + 1, True),
+    ],
+)
+def test_uses_expired_at_now_are_not_reported(
+    store: Storage, expires_at: int, reported: bool
+) -> None:
+    earlier = assertion_use(make_ticket(store).digest, expires_at=expires_at)
+    store.record_assertion_use(earlier, expires_at - 10)
+    got = store.record_assertion_use(assertion_use(make_ticket(store).digest), T)
+    assert got == ([earlier] if reported else [])
+
+
+def test_expired_assertion_uses_are_forgotten_in_batches(store: Storage) -> None:
+    uses = [assertion_use(make_ticket(store).digest, expires_at=T + n) for n in (10, 20, 30, 40)]
+    for use in uses:
+        store.record_assertion_use(use, T)
+    assert store.delete_assertion_uses_expired_before(T + 40, 2) == 2
+    assert store.delete_assertion_uses_expired_before(T + 40, 2) == 1
+    assert store.delete_assertion_uses_expired_before(T + 40, 2) == 0
+    assert store.record_assertion_use(assertion_use(make_ticket(store).digest), T) == [uses[3]]
+
+
+# -- RPTs ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("revoked", [False, True])
+def test_rpt_round_trip(store: Storage, revoked: bool) -> None:
+    rpt = make_rpt(store, make_token(store, user=make_user(store)), revoked=revoked)
+    assert store.get_rpt(rpt.digest) == rpt
+    assert store.get_rpt("no-such-rpt") is None
+
+
+@pytest.mark.parametrize(
+    ("now", "expected"),
+    [
+        (T + 5, "newest"),  # newest issued, live
+        (T + 200, "older"),  # the newest has expired (at T + 200), the older one lives on
+        (T + 300, None),  # every one has expired
+    ],
+)
+def test_the_live_rpt_of_an_aat_is_its_newest_unrevoked_unexpired_one(
+    store: Storage, now: int, expected: str | None
+) -> None:
+    aat = make_token(store)
+    rpts = {
+        "older": make_rpt(store, aat, issued_at=T, expires_at=T + 300),
+        "newest": make_rpt(store, aat, issued_at=T + 2, expires_at=T + 200),
+    }
+    make_rpt(store, aat, issued_at=T + 3, expires_at=T + 1000, revoked=True)
+    make_rpt(store, make_token(store), issued_at=T + 9, expires_at=T + 1000)  # another AAT's
+    assert store.live_rpt_of(aat.digest, now) == (rpts[expected] if expected else None)
+
+
+def test_revoking_the_rpts_of_an_aat_counts_them(store: Storage) -> None:
+    aat, other = make_token(store), make_token(store)
+    live = [make_rpt(store, aat) for _ in range(2)]
+    make_rpt(store, aat, revoked=True)
+    others = make_rpt(store, other)
+    assert store.revoke_rpts_of(aat.digest) == 2
+    assert store.revoke_rpts_of(aat.digest) == 0
+    assert all(store.get_rpt(r.digest) == replace(r, revoked=True) for r in live)
+    assert store.live_rpt_of(aat.digest, T) is None
+    assert store.get_rpt(others.digest) == others
+    assert store.revoke_rpts_of("no-such-aat") == 0
+
+
+def test_expired_rpts_are_forgotten_in_batches_with_their_permissions(store: Storage) -> None:
+    rs = make_set(store)
+    expiring = [make_rpt(store, expires_at=T + n) for n in (10, 20, 30)]
+    boundary, later = make_rpt(store, expires_at=T + 40), make_rpt(store, expires_at=T + 50)
+    for rpt in [*expiring, boundary, later]:
+        store.put_permission(rpt.digest, permission(rs, expires_at=T + 5))
+    assert store.delete_rpts_expired_before(T + 40, 2) == 2
+    assert store.delete_rpts_expired_before(T + 40, 2) == 1
+    assert store.delete_rpts_expired_before(T + 40, 2) == 0
+    for rpt in expiring:
+        assert store.get_rpt(rpt.digest) is None
+        assert store.get_permission(rpt.digest, rs.id) is None
+    for rpt in (boundary, later):
+        assert store.get_rpt(rpt.digest) == rpt
+        assert store.get_permission(rpt.digest, rs.id) == permission(rs, expires_at=T + 5)
+
+
+# -- permissions -----------------------------------------------------------------------------------
+
+
+def test_an_rpt_has_one_permission_per_resource_set(store: Storage) -> None:
+    rpt, rs, other = make_rpt(store), make_set(store), make_set(store)
+    assert store.get_permission(rpt.digest, rs.id) is None
+    store.put_permission(rpt.digest, permission(rs, ("view",), T, T + 60))
+    renewed = Permission(rs.id, ("view", "edit"), T + 10, T + 120)
+    store.put_permission(rpt.digest, renewed)
+    store.put_permission(rpt.digest, permission(other))
+    assert store.get_permission(rpt.digest, rs.id) == renewed
+    assert store.get_permission(rpt.digest, other.id) == permission(other)
+    assert store.get_permission(make_rpt(store).digest, rs.id) is None
+    assert store.permissions_of(rpt.digest, T) == [permission(other), renewed]
+
+
+def test_permissions_of_an_rpt_are_its_unexpired_ones_in_issue_order(store: Storage) -> None:
+    rpt = make_rpt(store)
+    sets = [make_set(store) for _ in range(5)]
+    b = permission(sets[0], issued_at=T - 20)
+    a = permission(sets[1], issued_at=T - 30)
+    c = permission(sets[2], ("edit",), issued_at=T - 10)
+    for p in (b, a, c):
+        store.put_permission(rpt.digest, p)
+    store.put_permission(rpt.digest, permission(sets[3], issued_at=T - 40, expires_at=T))
+    store.put_permission(rpt.digest, permission(sets[4], issued_at=T - 50, expires_at=T - 1))
+    store.put_permission(make_rpt(store).digest, permission(sets[0]))  # another RPT's
+    assert store.permissions_of(rpt.digest, T) == [a, b, c]
+    assert store.permissions_of(rpt.digest, T - 1) == [
+        permission(sets[3], issued_at=T - 40, expires_at=T),
+        a,
+        b,
+        c,
+    ]
+    assert store.permissions_of("no-such-rpt", T) == []
+
+
+def test_permissions_for_are_on_sets_of_that_owner_and_resource_server(store: Storage) -> None:
+    rs_client, other_client, rpt = make_client(store), make_client(store), make_rpt(store)
+    late = make_set(store, rs_client, "alice")
+    early = make_set(store, rs_client, "alice")
+    expired = make_set(store, rs_client, "alice")
+    bobs = make_set(store, rs_client, "bob")
+    others = make_set(store, other_client, "alice")
+    for rs, issued_at in ((late, T - 1), (early, T - 9), (bobs, T - 5), (others, T - 5)):
+        store.put_permission(rpt.digest, permission(rs, issued_at=issued_at))
+    store.put_permission(rpt.digest, permission(expired, issued_at=T - 20, expires_at=T))
+    assert store.permissions_for(rpt.digest, "alice", rs_client.client_id, T) == [
+        permission(early, issued_at=T - 9),
+        permission(late, issued_at=T - 1),
+    ]
+    assert store.permissions_for(rpt.digest, "bob", rs_client.client_id, T) == [
+        permission(bobs, issued_at=T - 5)
+    ]
+    assert store.permissions_for(rpt.digest, "alice", other_client.client_id, T) == [
+        permission(others, issued_at=T - 5)
+    ]
+    assert store.permissions_for(rpt.digest, "carol", rs_client.client_id, T) == []
+    assert store.permissions_for(make_rpt(store).digest, "alice", rs_client.client_id, T) == []

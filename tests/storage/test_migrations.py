@@ -1,0 +1,649 @@
+"""Schema versions: a database made by the first release (version 1, the schema kept verbatim in
+fixtures/schema_v1.sql) is upgraded in place with every row kept, ends with the same schema as a
+new database, and works through the storage contract; the runner refuses what it must refuse, and
+several processes upgrading at once apply each version once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from umaserver.cli import main as cli_main
+from umaserver.storage import SchemaError, open_storage, prepare_database
+from umaserver.storage.migrations import _apply, current_version, migrations, schema_version
+
+V1_SCHEMA = Path(__file__).resolve().parent / "fixtures" / "schema_v1.sql"
+V1_TABLES = (
+    "clients",
+    "users",
+    "access_tokens",
+    "resource_sets",
+    "tickets",
+    "rpts",
+    "permissions",
+    "gathered_claims",
+    "seen_assertions",
+)
+NOW = 1_767_225_600  # the moment of the upgrade; the v1 rows were written the hour before
+T0 = NOW - 3600
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+RS = "rs-PhotoZ9xQ2wLk4vB7"  # the resource server
+PRINTER = "cl-Printer3mT8sJd0aR"  # the requesting party's client
+ALICE = "sub-aL1cE9f3kQwZ0pXn"  # the owner
+BOB = "sub-b0Bq7Rr2mVyU5tHc"  # the requesting party
+PAT = digest("uma_at_alice-pat-for-the-photo-rs-0000000000")
+AAT = digest("uma_at_bob-aat-at-the-printer-00000000000000")
+CLIENT_TOKEN = digest("uma_at_the-rs-acting-for-itself-000000000000")
+ALBUM = "rsid-Album7Kd2pQ9sWm"
+PRINTS = "rsid-Prints4Hn8cV1bZx"
+OPEN_TICKET = digest("uma_pt_open-ticket-00000000000000000000000000")
+GRANTED_TICKET = digest("uma_pt_granted-ticket-000000000000000000000000")
+FINISHED_TICKET = digest("uma_pt_finished-ticket-00000000000000000000000")
+OLD_RPT = digest("uma_rpt_old-revoked-rpt-000000000000000000000")
+LIVE_RPT = digest("uma_rpt_live-rpt-0000000000000000000000000000")
+IDP = "https://idp.example.org/saml"
+
+ALBUM_DESCRIPTION = {
+    "name": "Summer 2025",
+    "type": "http://www.example.com/rsets/photoalbum",
+    "scopes": ["http://photoz.example.com/dev/scopes/view", "print"],
+    "icon_uri": "https://photoz.example.com/icons/album.png",
+    "x-extension": {"kept": True},
+}
+PRINTS_DESCRIPTION = {"name": "Print queue", "scopes": ["print"]}
+
+V1_ROWS: dict[str, list[tuple[Any, ...]]] = {
+    "clients": [
+        (
+            RS,
+            digest("uma_cs_rs-secret"),
+            "Photoz RS",
+            json.dumps(["https://photoz.example.com/cb"]),
+            "[]",
+            T0,
+        ),
+        (
+            PRINTER,
+            digest("uma_cs_printer-secret"),
+            "Printer Co",
+            json.dumps(["https://printer.example.net/uma/cb", "http://127.0.0.1:9000/cb"]),
+            json.dumps(["claim-client-assertion-saml-1.0", "urn:example:roles"]),
+            T0 + 1,
+        ),
+    ],
+    "users": [
+        (
+            ALICE,
+            "alice",
+            "scrypt$8f1d2c3b4a5968778695a4b3c2d1e0f0$" + "ab" * 64,
+            json.dumps({"email": "alice@example.com", "email_verified": True}),
+            T0 + 2,
+        ),
+        (BOB, "bob", None, json.dumps({"roles": ["doctor", "printer-admin"]}), T0 + 3),
+    ],
+    "access_tokens": [
+        (PAT, RS, ALICE, "uma_protection", T0 + 10, T0 + 10 + 3600, 0),
+        (AAT, PRINTER, BOB, "uma_authorization", T0 + 11, T0 + 11 + 3600, 0),
+        (CLIENT_TOKEN, RS, None, "uma_protection", T0 + 12, T0 + 12 + 3600, 1),
+    ],
+    "resource_sets": [
+        (
+            ALBUM,
+            ALICE,
+            RS,
+            ALBUM_DESCRIPTION["name"],
+            ALBUM_DESCRIPTION["type"],
+            json.dumps(ALBUM_DESCRIPTION),
+            T0 + 20,
+            T0 + 25,
+        ),
+        (
+            PRINTS,
+            f"client:{RS}",
+            RS,
+            PRINTS_DESCRIPTION["name"],
+            None,
+            json.dumps(PRINTS_DESCRIPTION),
+            T0 + 21,
+            T0 + 21,
+        ),
+    ],
+    "tickets": [
+        (OPEN_TICKET, ALICE, RS, ALBUM, json.dumps(["print"]), T0 + 30, NOW + 7200, 1, "open"),
+        (
+            GRANTED_TICKET,
+            ALICE,
+            RS,
+            ALBUM,
+            json.dumps(["http://photoz.example.com/dev/scopes/view"]),
+            T0 + 31,
+            T0 + 331,
+            2,
+            "granted",
+        ),
+        (
+            FINISHED_TICKET,
+            f"client:{RS}",
+            RS,
+            PRINTS,
+            json.dumps(["print"]),
+            T0 + 32,
+            T0 + 332,
+            3,
+            "finished",
+        ),
+    ],
+    "rpts": [
+        (OLD_RPT, "seed-old-Q1w2E3r4T5y6U7i8O9p0", AAT, PRINTER, BOB, T0 + 40, T0 + 1800, 1),
+        (LIVE_RPT, "seed-live-A1s2D3f4G5h6J7k8L9z0", AAT, PRINTER, BOB, T0 + 50, NOW + 7200, 0),
+    ],
+    "permissions": [
+        (
+            LIVE_RPT,
+            ALBUM,
+            json.dumps(["http://photoz.example.com/dev/scopes/view"]),
+            T0 + 51,
+            NOW + 3600,
+        ),
+        (LIVE_RPT, PRINTS, json.dumps(["print"]), T0 + 52, NOW + 3600),
+        (OLD_RPT, ALBUM, json.dumps(["print"]), T0 + 41, T0 + 1800),
+    ],
+    "gathered_claims": [
+        (
+            GRANTED_TICKET,
+            BOB,
+            "urn:example:roles",
+            "roles",
+            PRINTER,
+            '["doctor"]',
+            PRINTER,
+            T0 + 45,
+        ),
+        (
+            GRANTED_TICKET,
+            BOB,
+            "claim-client-assertion-saml-1.0",
+            "mail",
+            IDP,
+            '"bob@example.org"',
+            PRINTER,
+            T0 + 46,
+        ),
+        (
+            OPEN_TICKET,
+            BOB,
+            "claim-client-assertion-saml-1.0",
+            "eduPersonAffiliation",
+            IDP,
+            '["staff", "member"]',
+            PRINTER,
+            T0 + 47,
+        ),
+    ],
+    "seen_assertions": [
+        (IDP, "_a7f3c9e1d2b4", GRANTED_TICKET, BOB, NOW + 300),
+        (IDP, "_a7f3c9e1d2b4", OPEN_TICKET, BOB, NOW + 300),
+        (IDP, "_0b1c2d3e4f5a", FINISHED_TICKET, BOB, T0 + 600),
+    ],
+}
+
+
+def make_v1_database(path: Path) -> None:
+    """A database as the first release left it: in WAL mode (its connections set it), with its
+    schema and a few rows in every table."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.executescript(V1_SCHEMA.read_text(encoding="utf-8"))
+        conn.execute("PRAGMA foreign_keys = ON")  # the rows must be consistent
+        for table in V1_TABLES:  # in an order that inserts what is referenced first
+            rows = V1_ROWS[table]
+            marks = ", ".join("?" * len(rows[0]))
+            conn.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)  # noqa: S608
+        conn.commit()
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        conn.close()
+
+
+def write_config(folder: Path) -> Path:
+    """A settings file whose database is uma.db beside it."""
+    (folder / "policies.toml").write_text("", encoding="utf-8")
+    path = folder / "config.toml"
+    path.write_text(
+        'issuer = "http://uma.test"\n'
+        'database = "uma.db"\n'
+        'policies = "policies.toml"\n'
+        'secret_key = "a-secret-key-for-the-migration-tests-0123456789"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+def read(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def tables_of(conn: sqlite3.Connection) -> list[str]:
+    return [
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            " ORDER BY name"
+        )
+    ]
+
+
+def tables_in(path: Path) -> list[str]:
+    conn = read(path)
+    try:
+        return tables_of(conn)
+    finally:
+        conn.close()
+
+
+def contents(path: Path, tables: dict[str, list[str]]) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of these tables, in these columns, in a stable order."""
+    conn = read(path)
+    try:
+        found = {}
+        for table, columns in tables.items():
+            names = ", ".join(columns)
+            rows = conn.execute(f"SELECT {names} FROM {table}").fetchall()  # noqa: S608
+            found[table] = sorted(rows, key=repr)
+        return found
+    finally:
+        conn.close()
+
+
+def v1_columns() -> dict[str, list[str]]:
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(V1_SCHEMA.read_text(encoding="utf-8"))
+        return {
+            table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+            for table in tables_of(conn)
+        }
+    finally:
+        conn.close()
+
+
+def schema_of(path: Path) -> dict[str, Any]:
+    """What the schema means, table by table: columns (with types, defaults, keys), foreign keys,
+    and indexes with their columns, order, collation and uniqueness. Not the SQL text."""
+    conn = read(path)
+    try:
+        described: dict[str, Any] = {}
+        for table in tables_of(conn):
+            indexes = {}
+            for _, name, unique, origin, partial in conn.execute(f"PRAGMA index_list({table})"):
+                indexes[name] = (
+                    unique,
+                    origin,
+                    partial,
+                    conn.execute(f"PRAGMA index_xinfo({name})").fetchall(),
+                )
+            described[table] = {
+                "columns": conn.execute(f"PRAGMA table_xinfo({table})").fetchall(),
+                "foreign_keys": sorted(
+                    conn.execute(f"PRAGMA foreign_key_list({table})").fetchall(), key=repr
+                ),
+                "indexes": indexes,
+            }
+        described["views and triggers"] = conn.execute(
+            "SELECT type, name, tbl_name FROM sqlite_master WHERE type IN ('view', 'trigger')"
+            " ORDER BY type, name"
+        ).fetchall()
+        return described
+    finally:
+        conn.close()
+
+
+def versions_applied(path: Path) -> list[int]:
+    conn = read(path)
+    try:
+        return [row[0] for row in conn.execute("SELECT version FROM schema_migrations ORDER BY 1")]
+    finally:
+        conn.close()
+
+
+def version_of(path: Path) -> int:
+    conn = read(path)
+    try:
+        return schema_version(conn)
+    finally:
+        conn.close()
+
+
+def dump(path: Path) -> list[str]:
+    conn = read(path)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def v1_db(tmp_path: Path) -> Path:
+    path = tmp_path / "uma.db"
+    make_v1_database(path)
+    return path
+
+
+def test_the_fixture_is_version_1_with_rows_in_every_table(v1_db: Path) -> None:
+    assert version_of(v1_db) == 1
+    assert sorted(V1_ROWS) == sorted(V1_TABLES) == sorted(v1_columns())
+    assert all(rows for rows in contents(v1_db, v1_columns()).values())
+
+
+def test_a_v1_database_is_upgraded_with_every_row_kept(v1_db: Path) -> None:
+    columns = v1_columns()
+    before = contents(v1_db, columns)
+
+    assert prepare_database(v1_db, NOW) == (1, current_version())
+
+    assert contents(v1_db, columns) == before
+    assert {table: len(rows) for table, rows in before.items()} == {
+        table: len(rows) for table, rows in V1_ROWS.items()
+    }
+    assert versions_applied(v1_db) == list(range(2, current_version() + 1))
+    conn = read(v1_db)
+    try:
+        assert conn.execute("SELECT DISTINCT applied_at FROM schema_migrations").fetchall() == [
+            (NOW,)
+        ]
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        conn.close()
+
+
+def test_a_migrated_database_has_the_schema_of_a_new_one(v1_db: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh.db"
+    assert prepare_database(fresh, NOW) == (0, current_version())
+    assert prepare_database(v1_db, NOW) == (1, current_version())
+
+    migrated, new = schema_of(v1_db), schema_of(fresh)
+    assert sorted(migrated) == sorted(new)
+    for table in new:
+        assert migrated[table] == new[table], table
+    # The comparison sees what version 2 added.
+    assert "rpts_by_expiry" in new["rpts"]["indexes"]
+    assert "seen_assertions_by_expiry" in new["seen_assertions"]["indexes"]
+
+
+def test_a_migrated_database_works_through_the_contract(v1_db: Path) -> None:
+    prepare_database(v1_db, NOW)
+    store = open_storage(v1_db)
+    try:
+        client = store.get_client(PRINTER)
+        assert client is not None
+        assert client.check_secret("uma_cs_printer-secret")
+        assert client.push_claim_types == ("claim-client-assertion-saml-1.0", "urn:example:roles")
+        user = store.get_user_by_username("bob")
+        assert user is not None and user.sub == BOB and user.password_hash is None
+        assert user.claims == {"roles": ["doctor", "printer-admin"]}
+        aat = store.get_access_token(AAT)
+        assert aat is not None and aat.username == "bob" and aat.scope == "uma_authorization"
+
+        album = store.get_resource_set(ALBUM, ALICE, RS)
+        assert album is not None and album.description == ALBUM_DESCRIPTION
+        prints = store.find_resource_set(PRINTS)
+        assert prints is not None and prints.owner == f"client:{RS}"
+        assert store.list_resource_sets(ALICE, RS) == [ALBUM]
+
+        ticket = store.get_ticket(OPEN_TICKET)
+        assert ticket is not None
+        assert (ticket.resource_set_id, ticket.scopes, ticket.requests, ticket.state) == (
+            ALBUM,
+            ("print",),
+            1,
+            "open",
+        )
+        granted = store.get_ticket(GRANTED_TICKET)
+        assert granted is not None and granted.state == "granted"
+        claims = store.gathered_claims(GRANTED_TICKET, BOB)
+        assert {(claim.name, json.dumps(claim.value)) for claim in claims} == {
+            ("roles", '["doctor"]'),
+            ("mail", '"bob@example.org"'),
+        }
+
+        rpt = store.get_rpt(LIVE_RPT)
+        assert rpt is not None and rpt.aat_digest == AAT and rpt.is_live(NOW)
+        assert store.live_rpt_of(AAT, NOW) == rpt
+        old = store.get_rpt(OLD_RPT)
+        assert old is not None and old.revoked
+        assert [p.resource_set_id for p in store.permissions_of(LIVE_RPT, NOW)] == [ALBUM, PRINTS]
+        assert [p.resource_set_id for p in store.permissions_for(LIVE_RPT, ALICE, RS, NOW)] == [
+            ALBUM
+        ]
+
+        # And it takes writes: the old rows are as good as new ones.
+        assert store.count_ticket_request(OPEN_TICKET) == 2
+        assert store.consume_ticket(OPEN_TICKET)
+        assert store.delete_rpts_expired_before(NOW, 10) == 1  # the old RPT, with its permission
+        assert store.get_permission(OLD_RPT, ALBUM) is None
+        assert store.delete_assertion_uses_expired_before(NOW, 10) == 1
+        assert store.delete_resource_set(ALBUM, ALICE, RS)
+        assert store.get_ticket(GRANTED_TICKET) is None
+        assert store.gathered_claims(GRANTED_TICKET, BOB) == []
+    finally:
+        store.close()
+    conn = read(v1_db)
+    try:
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        conn.close()
+
+
+def test_init_upgrades_a_v1_database_and_says_so(v1_db: Path, tmp_path: Path) -> None:
+    config = write_config(tmp_path)  # its database is uma.db beside it: the v1 database
+    before = contents(v1_db, v1_columns())
+    runner = CliRunner()
+
+    first = runner.invoke(cli_main, ["--config", str(config), "init"])
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout) == {
+        "database": str(v1_db),
+        "status": "ready",
+        "schema_version_found": 1,
+        "schema_version": current_version(),
+    }
+    again = runner.invoke(cli_main, ["--config", str(config), "init"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["schema_version_found"] == current_version()
+    assert contents(v1_db, v1_columns()) == before
+
+
+def test_preparing_twice_changes_nothing(v1_db: Path) -> None:
+    prepare_database(v1_db, NOW)
+    before = dump(v1_db)
+
+    assert prepare_database(v1_db, NOW + 60) == (current_version(), current_version())
+
+    assert dump(v1_db) == before
+    assert versions_applied(v1_db) == list(range(2, current_version() + 1))
+
+
+def test_a_new_database_records_every_version(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    assert prepare_database(path, NOW) == (0, current_version())
+    assert versions_applied(path) == list(range(1, current_version() + 1))
+    assert set(V1_TABLES) < set(tables_in(path))
+
+
+def test_a_database_newer_than_the_code_is_refused_untouched(v1_db: Path, tmp_path: Path) -> None:
+    prepare_database(v1_db, NOW)
+    newer = current_version() + 1
+    conn = read(v1_db)
+    conn.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)", (newer, NOW))
+    conn.close()
+    before = dump(v1_db)
+
+    with pytest.raises(SchemaError) as refused:
+        prepare_database(v1_db, NOW + 60)
+
+    message = str(refused.value)
+    assert re.search(rf"\b{newer}\b", message) and re.search(rf"\b{current_version()}\b", message)
+    assert dump(v1_db) == before
+    assert version_of(v1_db) == newer
+
+    result = CliRunner().invoke(cli_main, ["--config", str(write_config(tmp_path)), "init"])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert str(newer) in result.stderr and str(current_version()) in result.stderr
+    assert dump(v1_db) == before
+
+
+def test_a_migration_that_breaks_a_foreign_key_is_refused(v1_db: Path) -> None:
+    """The runner's foreign_key_check: a step that leaves a row pointing at nothing is rolled
+    back whole, and the version stays."""
+    columns = v1_columns()
+    before = contents(v1_db, columns)
+    breaking = (
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL);"
+        f"\nDELETE FROM clients WHERE client_id = '{PRINTER}';"  # foreign keys are off: no cascade
+    )
+    conn = read(v1_db)
+    try:
+        with pytest.raises(SchemaError, match=r"0002_breaks_a_key\.sql.*pointing at nothing"):
+            _apply(conn, breaking, (2,), NOW, only_if_version=1, name="0002_breaks_a_key.sql")
+        assert not conn.in_transaction
+        assert conn.execute("PRAGMA foreign_keys").fetchone() == (1,)
+        assert schema_version(conn) == 1
+    finally:
+        conn.close()
+    assert contents(v1_db, columns) == before
+    assert "schema_migrations" not in tables_in(v1_db)
+
+
+def test_a_v1_database_with_a_dangling_row_is_not_upgraded(v1_db: Path) -> None:
+    """A row that already points at nothing (written with foreign keys off) stops the upgrade
+    with the table named, rather than being carried into a version that claims to be checked."""
+    conn = read(v1_db)
+    conn.execute("DELETE FROM rpts WHERE digest = ?", (OLD_RPT,))  # its permission stays
+    conn.close()
+    columns = v1_columns()
+    before = contents(v1_db, columns)
+
+    with pytest.raises(SchemaError, match=r"'permissions'"):
+        prepare_database(v1_db, NOW)
+
+    assert version_of(v1_db) == 1
+    assert contents(v1_db, columns) == before
+    assert "schema_migrations" not in tables_in(v1_db)
+
+
+def race_threads(path: Path, racers: int) -> tuple[list[tuple[int, int]], list[BaseException]]:
+    """`racers` threads, each with its own connection, prepare the database at the same moment."""
+    barrier = threading.Barrier(racers)
+    results: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+
+    def prepare() -> None:
+        barrier.wait()
+        try:
+            results.append(prepare_database(path, NOW))
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=prepare) for _ in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return results, errors
+
+
+def test_threads_upgrading_at_once_apply_each_version_once(tmp_path: Path) -> None:
+    reference = tmp_path / "reference.db"
+    make_v1_database(reference)
+    rows = contents(reference, v1_columns())
+    for round_ in range(10):
+        path = tmp_path / f"race{round_}.db"
+        make_v1_database(path)
+
+        results, errors = race_threads(path, 6)
+
+        assert errors == []
+        assert all(left == current_version() for _, left in results)
+        assert all(found in (1, current_version()) for found, _ in results)
+        assert (1, current_version()) in results
+        assert versions_applied(path) == list(range(2, current_version() + 1))
+        assert contents(path, v1_columns()) == rows
+
+
+def test_threads_creating_a_new_database_at_once_all_succeed(tmp_path: Path) -> None:
+    for round_ in range(30):
+        path = tmp_path / f"new{round_}.db"
+
+        results, errors = race_threads(path, 6)
+
+        assert errors == []
+        assert all(left == current_version() for _, left in results)
+        assert (0, current_version()) in results
+        assert versions_applied(path) == list(range(1, current_version() + 1))
+
+
+RACER = """
+import sys
+from pathlib import Path
+from umaserver.storage import prepare_database
+print("ready", flush=True)
+sys.stdin.readline()
+print(list(prepare_database(Path(sys.argv[1]), int(sys.argv[2]))))
+"""
+
+
+def test_processes_upgrading_at_once_apply_each_version_once(v1_db: Path) -> None:
+    before = contents(v1_db, v1_columns())
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(v1_db), str(NOW)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    try:
+        for racer in racers:  # each has imported umaserver: release them together
+            assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+        for racer in racers:
+            assert racer.stdin is not None
+            racer.stdin.write("go\n")
+            racer.stdin.flush()
+        outcomes = [(*racer.communicate(timeout=60), racer.returncode) for racer in racers]
+    finally:
+        for racer in racers:
+            if racer.poll() is None:
+                racer.kill()
+
+    assert [code for _, _, code in outcomes] == [0] * len(racers), outcomes
+    results = [tuple(json.loads(out)) for out, _, _ in outcomes]
+    assert all(left == current_version() for _, left in results)
+    assert (1, current_version()) in results
+    assert versions_applied(v1_db) == list(range(2, current_version() + 1))
+    assert contents(v1_db, v1_columns()) == before
+
+
+def test_the_migrations_are_numbered_from_2_without_gaps() -> None:
+    found = migrations()
+    assert [migration.version for migration in found] == list(range(2, current_version() + 1))
+    assert all(migration.name.startswith(f"{migration.version:04d}_") for migration in found)
