@@ -131,7 +131,8 @@ def request_authorization(
             ),
         )
         if decision.outcome == "grant":
-            storage.consume_ticket(ticket.digest)
+            if not storage.consume_ticket(ticket.digest):  # cannot happen under the lock
+                raise InvalidTicket()
             rpt = rpts.grant(
                 storage,
                 now,
