@@ -88,3 +88,9 @@ def test_unexpected_exception_is_server_error_without_traceback(app: Flask) -> N
         "error_description": "The server met an unexpected condition.",
     }
     assert "secret internals" not in response.get_data(as_text=True)
+
+
+def test_the_saml_profile_is_listed_only_with_an_identity_provider(http: FlaskClient) -> None:
+    # No [[saml_idps]] here: an assertion could not be verified, so the profile is not offered.
+    profiles = http.get("/.well-known/uma-configuration").json["claim_profiles_supported"]
+    assert profiles == ["claim-client-claims-oidc-1.0"]

@@ -14,8 +14,12 @@ from .token import GRANT_TYPES
 
 bp = Blueprint("discovery", __name__)
 
-# The claim profiles that work: custom pushed claims have no profile name of their own.
-CLAIM_PROFILES = [OIDC_TYPE, SAML_TYPE]
+
+def claim_profiles() -> list[str]:
+    """The claim profiles that can succeed here: OIDC claims always (a client may push them on its
+    own word), SAML assertions only with an identity provider configured to verify them. Custom
+    pushed claims have no profile name of their own."""
+    return [OIDC_TYPE, *([SAML_TYPE] if runtime().config.saml_idps else [])]
 
 
 @bp.get("/.well-known/uma-configuration")
@@ -29,7 +33,7 @@ def configuration() -> Response:
         "rpt_profiles_supported": ["bearer"],
         "pat_grant_types_supported": list(GRANT_TYPES),
         "aat_grant_types_supported": list(GRANT_TYPES),
-        "claim_profiles_supported": CLAIM_PROFILES,
+        "claim_profiles_supported": claim_profiles(),
         "token_endpoint": config.url("/token"),
         # Not built yet, so not advertised: user_endpoint (/authorize, where owners and requesting
         # parties sign in) and dynamic_client_endpoint (/register). The sign-in issue puts them
