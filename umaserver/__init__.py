@@ -16,6 +16,7 @@ from .api import (
     authorization,
     discovery,
     introspection,
+    openapi,
     permissions,
     resource_sets,
     rpt,
@@ -79,6 +80,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         rpt.bp,
         authorization.bp,
         introspection.bp,
+        openapi.bp,
     ):
         app.register_blueprint(blueprint)
     return app
