@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CONFIG := local.toml
 
-.PHONY: run test lint typecheck unit bench clean system-deps
+.PHONY: run test lint typecheck unit fuzz bench clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,13 @@ unit: $(VENV)/.installed system-deps
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# The fuzz of tests/test_fuzz.py, longer: 1,000 examples per operation, a random seed each run
+# (printed by Hypothesis on a failure; FUZZ_SEED=<n> repeats one).
+FUZZ_EXAMPLES ?= 1000
+FUZZ_SEED ?= random
+fuzz: $(VENV)/.installed
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SEED=$(FUZZ_SEED) $(BIN)/pytest -q tests/test_fuzz.py
 
 bench: $(VENV)/.installed
 	$(BIN)/python bench/run.py
