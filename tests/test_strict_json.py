@@ -35,7 +35,11 @@ def test_strict_json_is_read(text: str | bytes, value: Any) -> None:
     [
         ('{"a": 1, "a": 1}', "member 'a' appears more than once"),
         ('[{"x": {"a": 1, "a": 2}}]', "member 'a' appears more than once"),
-        ('{"' + "n" * 100 + '": 1, "' + "n" * 100 + '": 2}', "member '" + "n" * 64 + "' appears"),
+        (
+            '{"' + "n" * 100 + '": 1, "' + "n" * 100 + '": 2}',
+            "member '" + "n" * 64 + "\u2026' appears",
+        ),
+        ('{"a\\n\\u001b": 1, "a\\n\\u001b": 2}', "member 'a\\n\\x1b' appears"),
         ('{"it\'s": 1, "it\'s": 2}', 'member "it\'s" appears'),
         ("NaN", "NaN is not a JSON number"),
         ('{"a": Infinity}', "Infinity is not a JSON number"),

@@ -12,23 +12,18 @@ import json
 import math
 from typing import Any
 
-#: The longest part of an untrusted member name or number shown in an error message.
-_SHOWN_LENGTH = 64
+from .errors import echo
 
 
 class StrictJSONError(ValueError):
     """The text is not strict JSON; the message says why, quoting at most a short excerpt."""
 
 
-def _shown(text: str) -> str:
-    return repr(text[:_SHOWN_LENGTH])
-
-
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for name, value in pairs:
         if name in result:
-            raise StrictJSONError(f"member {_shown(name)} appears more than once")
+            raise StrictJSONError(f"member {echo(name)} appears more than once")
         result[name] = value
     return result
 
@@ -41,7 +36,7 @@ def _no_constant(name: str) -> Any:
 def _finite_float(text: str) -> float:
     number = float(text)
     if math.isinf(number):
-        raise StrictJSONError(f"number {_shown(text)} is too large")
+        raise StrictJSONError(f"number {echo(text)} is too large")
     return number
 
 

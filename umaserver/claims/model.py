@@ -11,6 +11,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..errors import echo
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -109,7 +111,7 @@ def read_claim_objects(
             continue
         if claim_type not in push_types:
             raise ClaimsError(
-                f"claims[{index}]: this client may not push claims of type {claim_type!r}"
+                f"claims[{index}]: this client may not push claims of type {echo(claim_type)}"
             )
         if claim_type == SAML_TYPE:
             verified = verifiers.saml(value, client_id, now)
