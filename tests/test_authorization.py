@@ -135,6 +135,14 @@ def test_each_endpoint_needs_its_token(world: Flow, store: Store, path: str, sco
 # -- the RPT endpoint ------------------------------------------------------------------------
 
 
+def test_the_rpt_endpoint_answers_200(world: Flow) -> None:
+    # pyuma's UMA 1.0 client accepts nothing else; the token endpoint answers 200 too.
+    response = world.api.post("/rpt", headers=world.app.auth)
+    assert response.status == 200, response.text
+    assert set(response.json) == {"rpt"}
+    assert response.headers["Cache-Control"] == "no-store"
+
+
 def test_a_new_rpt_revokes_the_previous_one(world: Flow) -> None:
     first = world.new_rpt()
     assert first.startswith("uma_rpt_")
@@ -267,6 +275,42 @@ def test_a_ticket_has_at_most_ten_requests(world: Flow) -> None:
 def test_malformed_authorization_requests(world: Flow, body: dict[str, Any], fragment: str) -> None:
     response = world.api.post("/rpt_authorization", json=body, headers=world.app.auth)
     assert fragment in assert_error(response, 400, "invalid_request")["error_description"]
+
+
+def _post_raw(world: Flow, body: str, content_type: str | None) -> Any:
+    # The Flask test client adds no Content-Type of its own to raw data.
+    headers = dict(world.app.auth)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    return world.api.http.post(  # type: ignore[attr-defined]  # a FlaskApi
+        "/rpt_authorization", data=body.encode(), headers=headers
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "fragment"),
+    [
+        ("{claims}", None, 201, ""),
+        ("{claims}", "application/json", 201, ""),
+        ("{claims}", "application/json; charset=utf-8", 201, ""),
+        ("{claims}", "text/plain", 400, "Content-Type: application/json"),
+        ("{claims}", "application/x-www-form-urlencoded", 400, "Content-Type: application/json"),
+        ("{claims}", "", 400, "Content-Type: application/json"),
+        ("[1]", None, 400, "Content-Type: application/json"),
+        ("rpt=r&ticket=t", None, 400, "not valid JSON"),
+        ("", None, 400, "not valid JSON"),
+    ],
+)
+def test_a_body_without_content_type_is_read_as_json(
+    world: Flow, body: str, content_type: str | None, status: int, fragment: str
+) -> None:
+    request = {"rpt": "none-yet", "ticket": world.ticket(), "claims": [doctor()]}
+    response = _post_raw(world, body.replace("{claims}", json.dumps(request)), content_type)
+    assert response.status_code == status, response.get_data(as_text=True)
+    if status == 201:
+        assert response.json["rpt"].startswith("uma_rpt_")
+    else:
+        assert fragment in response.json["error_description"]
 
 
 def test_a_type_the_client_may_not_push_is_named(world: Flow) -> None:
