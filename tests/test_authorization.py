@@ -313,6 +313,65 @@ def test_a_body_without_content_type_is_read_as_json(
         assert fragment in response.json["error_description"]
 
 
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"rpt": "r\ud800", "ticket": "{ticket}"}, "rpt: a lone UTF-16 surrogate"),
+        ({"rpt": "r", "ticket": "{ticket}\udc00"}, "ticket: a lone UTF-16 surrogate"),
+        (
+            {
+                "rpt": "r",
+                "ticket": "{ticket}",
+                "claims": [{"type": EMPLOYEE, "value": {"r\ud800": 1}}],
+            },
+            "a member name in claims[0].value holds a lone UTF-16 surrogate",
+        ),
+        (
+            {
+                "rpt": "r",
+                "ticket": "{ticket}",
+                "claims": [{"type": EMPLOYEE + "\ud800", "value": {}}],
+            },
+            "claims[0].type: a lone UTF-16 surrogate",
+        ),
+        (
+            {
+                "rpt": "r",
+                "ticket": "{ticket}",
+                "claims": [{"type": EMPLOYEE, "value": {"role": ["\udfff"]}}],
+            },
+            "claims[0].value.role[0]: a lone UTF-16 surrogate",
+        ),
+    ],
+)
+def test_a_lone_surrogate_is_refused_naming_the_field(
+    world: Flow, body: dict[str, Any], fragment: str
+) -> None:
+    ticket = world.ticket()
+    text = json.dumps(body).replace("{ticket}", ticket)  # json.dumps writes "\ud800" as such
+    response = _post_raw(world, text, "application/json")
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.json["error"] == "invalid_request"
+    assert fragment in response.json["error_description"]
+    # Nothing was recorded: the ticket is still open and grants with good claims.
+    assert world.ask(ticket, [doctor()]).status == 201
+
+
+@pytest.mark.parametrize("field", ["resource_set_id", "scopes"])
+def test_a_lone_surrogate_in_a_permission_request_is_refused(world: Flow, field: str) -> None:
+    body: dict[str, Any] = {"resource_set_id": world.rs_id, "scopes": ["view"]}
+    body[field] = world.rs_id + "\ud800" if field == "resource_set_id" else ["view\ud800"]
+    response = world.api.post("/permission", json=body, headers=world.rs.auth)
+    assert fragment_of(assert_error(response, 400, "invalid_request")).startswith(
+        f"The body is not valid JSON: {field}"
+    )
+
+
+def fragment_of(body: dict[str, Any]) -> str:
+    description: str = body["error_description"]
+    return description
+
+
 def test_a_type_the_client_may_not_push_is_named(world: Flow) -> None:
     ticket = world.ticket()
     claims = [doctor(), {"type": "urn:example:other", "value": {"role": ["doctor"]}}]
