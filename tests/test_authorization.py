@@ -12,7 +12,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from umaserver import create_app
-from umaserver.config import Config
+from umaserver.config import Config, Limits
 
 from .conftest import (
     FakeClock,
@@ -380,6 +380,64 @@ def test_a_lone_surrogate_in_a_permission_request_is_refused(world: Flow, field:
 def fragment_of(body: dict[str, Any]) -> str:
     description: str = body["error_description"]
     return description
+
+
+SMALL = Limits(claims_per_object=3, claim_objects_per_request=2, claims_per_ticket=5)
+
+
+def _members(count: int, prefix: str = "k") -> dict[str, Any]:
+    return {"type": EMPLOYEE, "value": {f"{prefix}{i}": i for i in range(count)}}
+
+
+@pytest.mark.parametrize(
+    ("limits", "before", "claims", "fragment"),
+    [
+        (SMALL, [], [doctor(), email(), doctor()], "claim_objects_per_request = 2"),
+        (SMALL, [], [doctor(), _members(4)], "claims[1]: 4 members"),
+        (SMALL, [], [email(), _members(4)], "claims_per_object = 3"),
+        (
+            replace(SMALL, claim_value_bytes=40),
+            [],
+            [{"type": EMPLOYEE, "value": {"role": ["doctor"], "cv": "x" * 40}}],
+            "claim_value_bytes = 40",
+        ),
+        (
+            replace(SMALL, claim_value_bytes=40),
+            [],
+            [{"type": EMPLOYEE, "value": {"role": ["doctor"], "n": [1] * 20}}],
+            "the claim 'n' is 60 bytes",
+        ),
+        (SMALL, [_members(3, "a")], [_members(3, "b")], "would hold 6 claims"),
+        (SMALL, [_members(3, "a"), _members(2, "b")], [_members(1, "c")], "claims_per_ticket = 5"),
+        # At the defaults: the 0.8 MB object of 75,000 members, and 33 claim objects.
+        (Limits(), [], [_members(75_000)], "claims_per_object = 500"),
+        (Limits(), [], [email()] * 33, "claim_objects_per_request = 32"),
+    ],
+)
+def test_claims_past_a_limit_are_refused_and_nothing_is_recorded(
+    world: Flow,
+    store: Store,
+    config: Config,
+    clock: FakeClock,
+    limits: Limits,
+    before: list[dict[str, Any]],
+    claims: list[dict[str, Any]],
+    fragment: str,
+) -> None:
+    bounded = create_app(replace(config, limits=replace(limits, max_body_bytes=4 << 20)), clock)
+    world.api = FlaskApi(bounded.test_client())
+    ticket = world.ticket()
+    for earlier in before:
+        assert_error(world.ask(ticket, [earlier]), 403, "need_claims")
+    held = gathered_claims(store, ticket, "bob")
+    error = assert_error(world.ask(ticket, claims), 400, "invalid_request")
+    assert fragment in error["error_description"]
+    assert "[limits]" in error["error_description"]
+    assert gathered_claims(store, ticket, "bob") == held  # nothing recorded
+    if before:  # claims the ticket holds, pushed again, do not count twice
+        assert_error(world.ask(ticket, before[:1]), 403, "need_claims")
+    else:  # the ticket is as it was: good claims grant
+        assert world.ask(ticket, [doctor()]).status == 201
 
 
 def test_a_type_the_client_may_not_push_is_named(world: Flow) -> None:

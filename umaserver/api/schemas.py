@@ -103,9 +103,6 @@ class ClaimObject(Schema):
     value = fields.Dict(required=True)
 
 
-MAX_CLAIM_OBJECTS = 32
-
-
 class AuthorizationRequest(Schema):
     """`POST /rpt_authorization`: `rpt` and `ticket` required, `claims` an array of claim objects."""
 
@@ -114,6 +111,5 @@ class AuthorizationRequest(Schema):
 
     rpt = fields.String(required=True, validate=_non_empty)
     ticket = fields.String(required=True, validate=_non_empty)
-    claims = fields.List(
-        fields.Nested(ClaimObject), validate=validate.Length(max=MAX_CLAIM_OBJECTS)
-    )
+    # How many: `[limits] claim_objects_per_request`, checked with the other claim bounds.
+    claims = fields.List(fields.Nested(ClaimObject))
