@@ -342,7 +342,7 @@ class Flow:
 
     def new_rpt(self, party: Party | None = None) -> str:
         reply = self.api.post(self.endpoints["rpt_endpoint"], headers=(party or self.app).auth)
-        assert reply.status == 201, reply.text
+        assert reply.status == 200, reply.text
         rpt: str = reply.json["rpt"]
         return rpt
 

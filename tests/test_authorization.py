@@ -12,7 +12,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from umaserver import create_app
-from umaserver.config import Config
+from umaserver.config import Config, Limits
 
 from .conftest import (
     FakeClock,
@@ -135,6 +135,14 @@ def test_each_endpoint_needs_its_token(world: Flow, store: Store, path: str, sco
 # -- the RPT endpoint ------------------------------------------------------------------------
 
 
+def test_the_rpt_endpoint_answers_200(world: Flow) -> None:
+    # pyuma's UMA 1.0 client accepts nothing else; the token endpoint answers 200 too.
+    response = world.api.post("/rpt", headers=world.app.auth)
+    assert response.status == 200, response.text
+    assert set(response.json) == {"rpt"}
+    assert response.headers["Cache-Control"] == "no-store"
+
+
 def test_a_new_rpt_revokes_the_previous_one(world: Flow) -> None:
     first = world.new_rpt()
     assert first.startswith("uma_rpt_")
@@ -254,7 +262,15 @@ def test_a_ticket_has_at_most_ten_requests(world: Flow) -> None:
         ({"rpt": "r"}, "ticket:"),
         ({"rpt": 1, "ticket": "t"}, "rpt:"),
         ({"rpt": "r", "ticket": "t", "claims": {"type": "x"}}, "claims:"),
-        ({"rpt": "r", "ticket": "t", "claims": ["x"]}, "claims[0]"),
+        (
+            {"rpt": "r", "ticket": "t", "claims": ["x"]},
+            "claims[0]: must be an object with 'type' and 'value'.",
+        ),
+        (
+            {"rpt": "r", "ticket": "t", "claims": [{"type": EMPLOYEE, "value": {}}, [1]]},
+            "claims[1]: must be an object with 'type' and 'value'.",
+        ),
+        ({"rpt": "r", "ticket": "t", "claims": [None]}, "claims[0]:"),
         ({"rpt": "r", "ticket": "t", "claims": [{"type": EMPLOYEE}]}, "claims[0].value:"),
         (
             {"rpt": "r", "ticket": "t", "claims": [{"type": EMPLOYEE, "value": "doctor"}]},
@@ -266,7 +282,162 @@ def test_a_ticket_has_at_most_ten_requests(world: Flow) -> None:
 )
 def test_malformed_authorization_requests(world: Flow, body: dict[str, Any], fragment: str) -> None:
     response = world.api.post("/rpt_authorization", json=body, headers=world.app.auth)
-    assert fragment in assert_error(response, 400, "invalid_request")["error_description"]
+    description = assert_error(response, 400, "invalid_request")["error_description"]
+    assert fragment in description
+    assert "_schema" not in description  # a library's internal name is not ours to show
+
+
+def _post_raw(world: Flow, body: str, content_type: str | None) -> Any:
+    # The Flask test client adds no Content-Type of its own to raw data.
+    headers = dict(world.app.auth)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    return world.api.http.post(  # type: ignore[attr-defined]  # a FlaskApi
+        "/rpt_authorization", data=body.encode(), headers=headers
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "fragment"),
+    [
+        ("{claims}", None, 201, ""),
+        ("{claims}", "application/json", 201, ""),
+        ("{claims}", "application/json; charset=utf-8", 201, ""),
+        ("{claims}", "text/plain", 400, "Content-Type: application/json"),
+        ("{claims}", "application/x-www-form-urlencoded", 400, "Content-Type: application/json"),
+        ("{claims}", "", 400, "Content-Type: application/json"),
+        ("[1]", None, 400, "Content-Type: application/json"),
+        ("rpt=r&ticket=t", None, 400, "not valid JSON"),
+        ("", None, 400, "not valid JSON"),
+    ],
+)
+def test_a_body_without_content_type_is_read_as_json(
+    world: Flow, body: str, content_type: str | None, status: int, fragment: str
+) -> None:
+    request = {"rpt": "none-yet", "ticket": world.ticket(), "claims": [doctor()]}
+    response = _post_raw(world, body.replace("{claims}", json.dumps(request)), content_type)
+    assert response.status_code == status, response.get_data(as_text=True)
+    if status == 201:
+        assert response.json["rpt"].startswith("uma_rpt_")
+    else:
+        assert fragment in response.json["error_description"]
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        ({"rpt": "r\ud800", "ticket": "{ticket}"}, "rpt: a lone UTF-16 surrogate"),
+        ({"rpt": "r", "ticket": "{ticket}\udc00"}, "ticket: a lone UTF-16 surrogate"),
+        (
+            {
+                "rpt": "r",
+                "ticket": "{ticket}",
+                "claims": [{"type": EMPLOYEE, "value": {"r\ud800": 1}}],
+            },
+            "a member name in claims[0].value holds a lone UTF-16 surrogate",
+        ),
+        (
+            {
+                "rpt": "r",
+                "ticket": "{ticket}",
+                "claims": [{"type": EMPLOYEE + "\ud800", "value": {}}],
+            },
+            "claims[0].type: a lone UTF-16 surrogate",
+        ),
+        (
+            {
+                "rpt": "r",
+                "ticket": "{ticket}",
+                "claims": [{"type": EMPLOYEE, "value": {"role": ["\udfff"]}}],
+            },
+            "claims[0].value.role[0]: a lone UTF-16 surrogate",
+        ),
+    ],
+)
+def test_a_lone_surrogate_is_refused_naming_the_field(
+    world: Flow, body: dict[str, Any], fragment: str
+) -> None:
+    ticket = world.ticket()
+    text = json.dumps(body).replace("{ticket}", ticket)  # json.dumps writes "\ud800" as such
+    response = _post_raw(world, text, "application/json")
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.json["error"] == "invalid_request"
+    assert fragment in response.json["error_description"]
+    # Nothing was recorded: the ticket is still open and grants with good claims.
+    assert world.ask(ticket, [doctor()]).status == 201
+
+
+@pytest.mark.parametrize("field", ["resource_set_id", "scopes"])
+def test_a_lone_surrogate_in_a_permission_request_is_refused(world: Flow, field: str) -> None:
+    body: dict[str, Any] = {"resource_set_id": world.rs_id, "scopes": ["view"]}
+    body[field] = world.rs_id + "\ud800" if field == "resource_set_id" else ["view\ud800"]
+    response = world.api.post("/permission", json=body, headers=world.rs.auth)
+    assert fragment_of(assert_error(response, 400, "invalid_request")).startswith(
+        f"The body is not valid JSON: {field}"
+    )
+
+
+def fragment_of(body: dict[str, Any]) -> str:
+    description: str = body["error_description"]
+    return description
+
+
+SMALL = Limits(claims_per_object=3, claim_objects_per_request=2, claims_per_ticket=5)
+
+
+def _members(count: int, prefix: str = "k") -> dict[str, Any]:
+    return {"type": EMPLOYEE, "value": {f"{prefix}{i}": i for i in range(count)}}
+
+
+@pytest.mark.parametrize(
+    ("limits", "before", "claims", "fragment"),
+    [
+        (SMALL, [], [doctor(), email(), doctor()], "claim_objects_per_request = 2"),
+        (SMALL, [], [doctor(), _members(4)], "claims[1]: 4 members"),
+        (SMALL, [], [email(), _members(4)], "claims_per_object = 3"),
+        (
+            replace(SMALL, claim_value_bytes=40),
+            [],
+            [{"type": EMPLOYEE, "value": {"role": ["doctor"], "cv": "x" * 40}}],
+            "claim_value_bytes = 40",
+        ),
+        (
+            replace(SMALL, claim_value_bytes=40),
+            [],
+            [{"type": EMPLOYEE, "value": {"role": ["doctor"], "n": [1] * 20}}],
+            "the claim 'n' is 60 bytes",
+        ),
+        (SMALL, [_members(3, "a")], [_members(3, "b")], "would hold 6 claims"),
+        (SMALL, [_members(3, "a"), _members(2, "b")], [_members(1, "c")], "claims_per_ticket = 5"),
+        # At the defaults: the 0.8 MB object of 75,000 members, and 33 claim objects.
+        (Limits(), [], [_members(75_000)], "claims_per_object = 500"),
+        (Limits(), [], [email()] * 33, "claim_objects_per_request = 32"),
+    ],
+)
+def test_claims_past_a_limit_are_refused_and_nothing_is_recorded(
+    world: Flow,
+    store: Store,
+    config: Config,
+    clock: FakeClock,
+    limits: Limits,
+    before: list[dict[str, Any]],
+    claims: list[dict[str, Any]],
+    fragment: str,
+) -> None:
+    bounded = create_app(replace(config, limits=replace(limits, max_body_bytes=4 << 20)), clock)
+    world.api = FlaskApi(bounded.test_client())
+    ticket = world.ticket()
+    for earlier in before:
+        assert_error(world.ask(ticket, [earlier]), 403, "need_claims")
+    held = gathered_claims(store, ticket, "bob")
+    error = assert_error(world.ask(ticket, claims), 400, "invalid_request")
+    assert fragment in error["error_description"]
+    assert "[limits]" in error["error_description"]
+    assert gathered_claims(store, ticket, "bob") == held  # nothing recorded
+    if before:  # claims the ticket holds, pushed again, do not count twice
+        assert_error(world.ask(ticket, before[:1]), 403, "need_claims")
+    else:  # the ticket is as it was: good claims grant
+        assert world.ask(ticket, [doctor()]).status == 201
 
 
 def test_a_type_the_client_may_not_push_is_named(world: Flow) -> None:

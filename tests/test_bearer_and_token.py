@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+from werkzeug.datastructures import MultiDict
 
 from umaserver.config import Config
 
@@ -156,8 +158,126 @@ def test_token_endpoint_errors(
     client_id, secret = registered
     credentials = None if auth is None else (client_id, secret if auth == "right" else "nope")
     response = http.post("/token", data=data, auth=credentials)
-    assert response.status_code == status
-    assert response.json["error"] == error
+    assert_json_error(response, status, error)  # with an error_description, every one
+    if status == 401:
+        assert response.headers["WWW-Authenticate"] == 'Basic realm="http://uma.test"'
+
+
+GOOD = {"grant_type": "client_credentials", "scope": "uma_protection"}
+
+
+def basic(text: bytes) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(text).decode()}
+
+
+@pytest.mark.parametrize(
+    ("shape", "status", "error", "fragment"),
+    [
+        # RFC 6749 2.3: one client authentication per request, right or wrong.
+        ("basic and body, same client", 400, "invalid_request", "one way only"),
+        ("basic and body, wrong secret in the body", 400, "invalid_request", "one way only"),
+        ("basic wrong and body right", 400, "invalid_request", "one way only"),
+        ("basic and body, another client", 400, "invalid_request", "one way only"),
+        ("basic and another client_id in the body", 400, "invalid_request", "one way only"),
+        ("basic and its own client_id in the body", 200, "", ""),
+        # RFC 6749 3.1: no parameter twice.
+        ("scope twice", 400, "invalid_request", "'scope' is given more than once"),
+        ("grant_type twice", 400, "invalid_request", "'grant_type' is given more than once"),
+        ("grant_type in the query and the body", 400, "invalid_request", "'grant_type'"),
+        ("client_secret twice", 400, "invalid_request", "'client_secret' is given more"),
+        # A malformed Basic header is 400; a well-formed wrong one 401.
+        ("basic not base64", 400, "invalid_request", "Basic <base64"),
+        ("basic not UTF-8", 400, "invalid_request", "UTF-8"),
+        ("basic without a colon", 400, "invalid_request", "Basic <base64"),
+        ("basic with a bad percent-encoding", 400, "invalid_request", "Basic <base64"),
+        ("basic empty", 400, "invalid_request", "Basic <base64"),
+        ("basic of an unknown client", 401, "invalid_client", "credentials are wrong"),
+        ("basic with an empty secret", 401, "invalid_client", "credentials are wrong"),
+        ("another scheme", 401, "invalid_client", "HTTP Basic or in the body"),
+        # Scopes of RFC 6749 3.3 syntax only.
+        ('scope with "', 400, "invalid_scope", "scope:"),
+        ("scope with \\", 400, "invalid_scope", "scope:"),
+        ("scope with non-ASCII", 400, "invalid_scope", "scope:"),
+        ("scope with NUL", 400, "invalid_scope", "scope:"),
+        ("scope with a tab", 400, "invalid_scope", "scope:"),
+        ("scope unknown and long", 400, "invalid_scope", "scope: 'aaaa"),
+        ("grant_type not UTF-8 safe", 400, "unsupported_grant_type", "grant_type:"),
+        ("scopes separated by two spaces", 200, "", ""),
+    ],
+)
+def test_token_request_shapes(
+    http: FlaskClient,
+    store: Store,
+    registered: tuple[str, str],
+    shape: str,
+    status: int,
+    error: str,
+    fragment: str,
+) -> None:
+    client_id, secret = registered
+    other_id, other_secret = make_client(store, "another app")
+    own = basic(f"{client_id}:{secret}".encode())
+    body: Any = dict(GOOD)
+    headers: dict[str, str] = {}
+    path = "/token"
+    if shape == "basic and body, same client":
+        headers, body = own, {**GOOD, "client_id": client_id, "client_secret": secret}
+    elif shape == "basic and body, wrong secret in the body":
+        headers, body = own, {**GOOD, "client_id": client_id, "client_secret": "nope"}
+    elif shape == "basic wrong and body right":
+        headers = basic(f"{client_id}:nope".encode())
+        body = {**GOOD, "client_id": client_id, "client_secret": secret}
+    elif shape == "basic and body, another client":
+        headers, body = own, {**GOOD, "client_id": other_id, "client_secret": other_secret}
+    elif shape == "basic and another client_id in the body":
+        headers, body = own, {**GOOD, "client_id": other_id}
+    elif shape == "basic and its own client_id in the body":
+        headers, body = own, {**GOOD, "client_id": client_id}
+    elif shape == "scope twice":
+        headers, body = own, MultiDict([*GOOD.items(), ("scope", "uma_authorization")])
+    elif shape == "grant_type twice":
+        headers, body = own, MultiDict([*GOOD.items(), ("grant_type", "client_credentials")])
+    elif shape == "grant_type in the query and the body":
+        headers, path = own, "/token?grant_type=client_credentials"
+    elif shape == "client_secret twice":
+        credentials = [("client_id", client_id), ("client_secret", secret)]
+        body = MultiDict([*GOOD.items(), *credentials, ("client_secret", "nope")])
+    elif shape == "basic not base64":
+        headers = {"Authorization": "Basic not*base64!"}
+    elif shape == "basic not UTF-8":
+        headers = basic(b"\xff\xfe:\xc3\x28")
+    elif shape == "basic without a colon":
+        headers = basic(client_id.encode())
+    elif shape == "basic with a bad percent-encoding":
+        headers = basic(f"{client_id}:%ff%fe".encode())
+    elif shape == "basic empty":
+        headers = {"Authorization": "Basic "}
+    elif shape == "basic of an unknown client":
+        headers = basic(b"nobody:secret")
+    elif shape == "basic with an empty secret":
+        headers = basic(f"{client_id}:".encode())
+    elif shape == "another scheme":
+        headers = {"Authorization": "Bearer abc"}
+    elif shape.startswith("scope with"):
+        headers = own
+        odd = {'"': '"', "\\": "\\", "non-ASCII": "é", "NUL": "\x00", "a tab": "\t"}
+        body = {**GOOD, "scope": "uma_protection uma" + odd[shape.removeprefix("scope with ")]}
+    elif shape == "scope unknown and long":
+        headers, body = own, {**GOOD, "scope": "a" * 100_000}
+    elif shape == "grant_type not UTF-8 safe":
+        headers, body = own, {**GOOD, "grant_type": 'x\x00"é' * 1000}
+    elif shape == "scopes separated by two spaces":
+        headers, body = own, {**GOOD, "scope": " uma_protection  uma_authorization "}
+    response = http.post(path, data=body, headers=headers)
+    if status == 200:
+        assert response.status_code == 200, response.json
+        return
+    assert_json_error(response, status, error)
+    description = response.json["error_description"]
+    assert fragment in description
+    assert len(description) < 200
+    if status == 401:
+        assert response.headers["WWW-Authenticate"] == 'Basic realm="http://uma.test"'
 
 
 def test_secrets_and_tokens_are_stored_as_digests(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from umaserver.config import ConfigError, load_config
+from umaserver.config import ConfigError, Limits, load_config
 
 from .conftest import ROOT, SECRET
 from .oidc_fixtures import jwks_of, make_rsa_key
@@ -40,6 +40,10 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert config.database == tmp_path / "data" / "uma.db"
     assert config.policies == tmp_path / "rules.toml"
     assert config.limits.max_body_bytes == 1024 * 1024
+    assert config.limits.claims_per_object == 500
+    assert config.limits.claim_objects_per_request == 32
+    assert config.limits.claims_per_ticket == 2000
+    assert config.limits.claim_value_bytes == 16 * 1024
     assert config.lifetimes.ticket == 300
     assert config.server.port == 8080
     assert config.url("/rs") == "https://uma.example/rs"
@@ -70,6 +74,21 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
             ["limits.max_body_bytes: must be greater than 0"],
         ),
         (GOOD + "[limits]\nmax_body = 10\n", ["limits.max_body: unknown key"]),
+        (
+            GOOD
+            + "[limits]\nclaims_per_object = 0\nclaim_objects_per_request = -1\n"
+            + 'claims_per_ticket = "many"\nclaim_value_bytes = 1.5\n',
+            [
+                "limits.claims_per_object: must be greater than 0",
+                "limits.claim_objects_per_request: must be greater than 0",
+                "limits.claims_per_ticket: must be an integer, not a string",
+                "limits.claim_value_bytes: must be an integer, not a float",
+            ],
+        ),
+        (
+            GOOD + "[limits]\nclaims_per_ticket = true\n",
+            ["limits.claims_per_ticket: must be an integer, not a boolean"],
+        ),
         (GOOD + "[server]\nport = true\n", ["server.port: must be an integer, not a boolean"]),
         (GOOD + "[server]\nport = 70000\n", ["server.port: must be between 1 and 65535"]),
         (
@@ -118,6 +137,7 @@ def test_the_example_is_complete_but_has_no_secret(tmp_path: Path) -> None:
         write(tmp_path, text.replace('secret_key = ""', f'secret_key = "{SECRET}"'))
     )
     assert config.issuer == "http://127.0.0.1:8080"
+    assert config.limits == Limits()  # the example says the defaults
 
 
 # -- claims, SAML identity providers, OpenID Connect issuers -------------------------------------

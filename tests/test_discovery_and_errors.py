@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlsplit
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from .conftest import Party, Store, make_client, make_party
 from .flows import FlaskApi
 
 # The spec's members, less the endpoints not built yet (user_endpoint, dynamic_client_endpoint):
@@ -94,3 +97,98 @@ def test_the_saml_profile_is_listed_only_with_an_identity_provider(http: FlaskCl
     # No [[saml_idps]] here: an assertion could not be verified, so the profile is not offered.
     profiles = http.get("/.well-known/uma-configuration").json["claim_profiles_supported"]
     assert profiles == ["claim-client-claims-oidc-1.0"]
+
+
+# -- what every answer carries, and how much of the input an error quotes ------------------------
+
+BIG = "x" * 500_000
+CONTROLS = "a\nb\x1b[31mc\x00d"
+
+
+def _party_and_set(http: FlaskClient, store: Store) -> tuple[Party, Party, str]:
+    rs = make_party(store, "alice", "uma_protection")
+    app = make_party(store, "bob", "uma_authorization")
+    created = http.post(
+        "/rs/resource_set", json={"name": "Photos", "scopes": ["view"]}, headers=rs.auth
+    )
+    assert created.status_code == 201, created.json
+    return rs, app, created.json["_id"]
+
+
+@pytest.mark.parametrize(
+    ("shape", "echoed"),
+    [
+        ("a member repeated", BIG[:100_000]),
+        ("a member repeated, with control characters", CONTROLS),
+        ("a number too large", "1" * 100_000 + "e999"),
+        ("a scope not on the set", "s" * 2000),
+        ("a scope not on the set, with control characters", CONTROLS),
+        ("a claim type the client may not push", "t" * 2000),
+        ("a claim type with control characters", CONTROLS),
+    ],
+)
+def test_an_error_quotes_at_most_64_characters_of_input_escaped(
+    http: FlaskClient, store: Store, shape: str, echoed: str
+) -> None:
+    rs, app, rs_id = _party_and_set(http, store)
+    if shape.startswith("a member repeated"):
+        name = json.dumps(echoed)
+        response = http.post(
+            "/rs/resource_set",
+            data=f'{{"name": "a", "scopes": ["v"], {name}: 1, {name}: 2}}',
+            content_type="application/json",
+            headers=rs.auth,
+        )
+    elif shape == "a number too large":
+        response = http.post(
+            "/rs/resource_set",
+            data=f'{{"name": "a", "scopes": ["v"], "x": {echoed}}}',
+            content_type="application/json",
+            headers=rs.auth,
+        )
+    elif shape.startswith("a scope"):
+        response = http.post(
+            "/permission", json={"resource_set_id": rs_id, "scopes": [echoed]}, headers=rs.auth
+        )
+    else:
+        ticket = http.post(
+            "/permission", json={"resource_set_id": rs_id, "scopes": ["view"]}, headers=rs.auth
+        ).json["ticket"]
+        response = http.post(
+            "/rpt_authorization",
+            json={"rpt": "r", "ticket": ticket, "claims": [{"type": echoed, "value": {}}]},
+            headers=app.auth,
+        )
+    assert response.status_code == 400, response.json
+    description = response.json["error_description"]
+    assert len(description) < 200, description
+    assert not any(ord(char) < 0x20 for char in description), description
+    if len(echoed) > 64:
+        assert repr(echoed[:64] + "\u2026") in description
+    else:
+        assert repr(echoed) in description
+
+
+def test_every_json_answer_says_nosniff(app: Flask, http: FlaskClient, store: Store) -> None:
+    @app.get("/boom")
+    def boom() -> str:
+        raise RuntimeError("internals")
+
+    rs, _, _ = _party_and_set(http, store)
+    client_id, secret = make_client(store, "an app")
+    app.config["TESTING"] = False
+    app.config["PROPAGATE_EXCEPTIONS"] = False
+    token = {"grant_type": "client_credentials", "scope": "uma_protection"}
+    answers = {
+        "configuration": http.get("/.well-known/uma-configuration"),
+        "list": http.get("/rs/resource_set", headers=rs.auth),
+        "401": http.get("/rs/resource_set"),
+        "404": http.get("/nothing/here"),
+        "400": http.post("/permission", json={}, headers=rs.auth),
+        "500": http.get("/boom"),
+        "token": http.post("/token", data=token, auth=(client_id, secret)),
+        "token error": http.post("/token", data=token, auth=(client_id, "wrong")),
+    }
+    for name, response in answers.items():
+        assert response.is_json, name
+        assert response.headers["X-Content-Type-Options"] == "nosniff", name

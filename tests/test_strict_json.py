@@ -24,6 +24,7 @@ from umaserver.strict_json import StrictJSONError, loads, loads_object
         ('"NaN"', "NaN"),
         (b'{"caf\\u00e9": "\xc3\xa9"}', {"café": "é"}),
         ('{"a": 1}'.encode("utf-16"), {"a": 1}),
+        ('["\\ud83d\\ude00", "\U0001f600"]', ["\U0001f600", "\U0001f600"]),  # a pair is text
     ],
 )
 def test_strict_json_is_read(text: str | bytes, value: Any) -> None:
@@ -35,7 +36,11 @@ def test_strict_json_is_read(text: str | bytes, value: Any) -> None:
     [
         ('{"a": 1, "a": 1}', "member 'a' appears more than once"),
         ('[{"x": {"a": 1, "a": 2}}]', "member 'a' appears more than once"),
-        ('{"' + "n" * 100 + '": 1, "' + "n" * 100 + '": 2}', "member '" + "n" * 64 + "' appears"),
+        (
+            '{"' + "n" * 100 + '": 1, "' + "n" * 100 + '": 2}',
+            "member '" + "n" * 64 + "\u2026' appears",
+        ),
+        ('{"a\\n\\u001b": 1, "a\\n\\u001b": 2}', "member 'a\\n\\x1b' appears"),
         ('{"it\'s": 1, "it\'s": 2}', 'member "it\'s" appears'),
         ("NaN", "NaN is not a JSON number"),
         ('{"a": Infinity}', "Infinity is not a JSON number"),
@@ -48,6 +53,15 @@ def test_strict_json_is_read(text: str | bytes, value: Any) -> None:
         ("", "Expecting value"),
         ("[1] [2]", "Extra data"),
         (b"\xff\xfe\xfd", "not UTF-8, UTF-16 or UTF-32"),
+        ('"\\ud800"', "the document: a lone UTF-16 surrogate is not text"),
+        ('{"name": "a\\udfff"}', "name: a lone UTF-16 surrogate is not text"),
+        ('{"claims": [{"value": {"x": ["\\ud800"]}}]}', "claims[0].value.x[0]: a lone"),
+        ('{"a b": "\\ud800"}', "'a b': a lone"),
+        ('{"\\ud800": 1}', "a member name holds a lone UTF-16 surrogate"),
+        ('{"v": {"\\udc00": 1}}', "a member name in v holds a lone"),
+        ('["\\udc00\\ud800"]', "[0]: a lone"),  # a pair in the wrong order is two lone ones
+        (b'["\xed\xa0\x80"]', "[0]: a lone"),  # encoded in the bytes themselves
+        ("[" * 500 + '"\\ud800"' + "]" * 500, "\u20260][0][0]"),  # a deep path cut short
     ],
 )
 def test_not_strict_json_is_refused(text: str | bytes, message: str) -> None:

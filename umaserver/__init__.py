@@ -88,8 +88,11 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
 
 def _no_store(response: Response) -> Response:
     """API answers carry tokens and owners' data: no cache keeps them (RFC 6749 5.1). An answer
-    that says how it may be cached (the configuration document, pages) keeps its own word."""
+    that says how it may be cached (the configuration document, pages) keeps its own word. Every
+    JSON answer, errors too, is JSON to a browser and nothing else (`nosniff`)."""
     if response.is_json and "Cache-Control" not in response.headers:
         response.headers["Cache-Control"] = "no-store"
         response.headers["Pragma"] = "no-cache"
+    if response.is_json:
+        response.headers["X-Content-Type-Options"] = "nosniff"
     return response

@@ -41,6 +41,11 @@ class ServerSettings:
 @dataclass(frozen=True)
 class Limits:
     max_body_bytes: int = 1024 * 1024
+    # Pushed claims: past any of these, 400 invalid_request naming the limit, nothing recorded.
+    claims_per_object: int = 500
+    claim_objects_per_request: int = 32
+    claims_per_ticket: int = 2000
+    claim_value_bytes: int = 16 * 1024
 
 
 @dataclass(frozen=True)
@@ -287,7 +292,16 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
 
     section = top.section("limits")
     limits = Limits(
-        max_body_bytes=section.take("max_body_bytes", int, Limits.max_body_bytes, _positive)
+        **{
+            name: section.take(name, int, getattr(Limits, name), _positive)
+            for name in (
+                "max_body_bytes",
+                "claims_per_object",
+                "claim_objects_per_request",
+                "claims_per_ticket",
+                "claim_value_bytes",
+            )
+        }
     )
     section.finish()
 

@@ -1,5 +1,5 @@
 """Errors have one writer: `error_response` renders `{"error": code, "error_description": text}`
-as JSON with `Cache-Control: no-store`. Flask's own HTTP errors (404, 405, 413, ...) and unexpected
+as JSON with `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`. Flask's own HTTP errors (404, 405, 413, ...) and unexpected
 exceptions go through it too: never a traceback or an HTML page."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ def error_response(
     response = Response(json.dumps(body) + "\n", status=status, mimetype="application/json")
     response.headers["Cache-Control"] = "no-store"
     response.headers["Pragma"] = "no-cache"
+    response.headers["X-Content-Type-Options"] = "nosniff"
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response

@@ -9,6 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+#: The most characters of untrusted input an error message quotes.
+ECHO_LENGTH = 64
+
+
+def echo(untrusted: str) -> str:
+    """`untrusted` as an error message may quote it: in quotes, cut to `ECHO_LENGTH` characters
+    with an ellipsis, control and other unprintable characters escaped (`repr` style), so that an
+    error never carries a client's megabyte back, nor a line break or a terminal escape into a log.
+    Every message that echoes input uses this one function."""
+    if len(untrusted) > ECHO_LENGTH:
+        untrusted = untrusted[:ECHO_LENGTH] + "\u2026"
+    return repr(untrusted)
+
 
 class APIError(Exception):
     status = 400

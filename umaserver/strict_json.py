@@ -3,32 +3,31 @@
 Parsers disagree on what a repeated member means (the first wins, the last wins, an error), so a
 document with one is refused rather than read one way here and another way by whoever checked it.
 `NaN`, `Infinity` and numbers too large for a float (`1e999`) are not JSON either: Python reads
-them, but writes them back as text no other parser accepts. Plain Python: no Flask here.
+them, but writes them back as text no other parser accepts. Nor is a lone UTF-16 surrogate
+(`"\\ud800"`) text: no client sends one on purpose, and nothing after this reader (UTF-8, SQLite,
+digests) can encode it, so a document holding one is refused, naming where.
+Plain Python: no Flask here.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
-#: The longest part of an untrusted member name or number shown in an error message.
-_SHOWN_LENGTH = 64
+from .errors import echo
 
 
 class StrictJSONError(ValueError):
     """The text is not strict JSON; the message says why, quoting at most a short excerpt."""
 
 
-def _shown(text: str) -> str:
-    return repr(text[:_SHOWN_LENGTH])
-
-
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for name, value in pairs:
         if name in result:
-            raise StrictJSONError(f"member {_shown(name)} appears more than once")
+            raise StrictJSONError(f"member {echo(name)} appears more than once")
         result[name] = value
     return result
 
@@ -41,7 +40,7 @@ def _no_constant(name: str) -> Any:
 def _finite_float(text: str) -> float:
     number = float(text)
     if math.isinf(number):
-        raise StrictJSONError(f"number {_shown(text)} is too large")
+        raise StrictJSONError(f"number {echo(text)} is too large")
     return number
 
 
@@ -53,14 +52,70 @@ def _integer(text: str) -> int:
         raise StrictJSONError(f"an integer of {len(text)} digits is too long") from None
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,63}")
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # only a lone surrogate cannot be encoded
+        return False
+    return True
+
+
+def _step(path: str, name: str) -> str:
+    shown = name if _PLAIN_NAME.fullmatch(name) else echo(name)
+    return f"{path}.{shown}" if path else shown
+
+
+def _short(path: str) -> str:
+    # A path of deep nesting is cut at its start: its end says where.
+    return path if len(path) <= 128 else "\u2026" + path[-128:]
+
+
+def _all_text(document: Any) -> bool:
+    """Whether no string of `document` holds a lone surrogate: one pass of the C encoder."""
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    except RecursionError:
+        return False  # the walk, which does not recurse, decides
+    return True
+
+
+def _no_lone_surrogates(document: Any) -> None:
+    """Raises StrictJSONError naming the first string (or member name) holding a lone surrogate."""
+    if _all_text(document):
+        return
+    pending: list[tuple[Any, str]] = [(document, "")]
+    while pending:
+        value, path = pending.pop()
+        if isinstance(value, str):
+            if not _is_text(value):
+                where = _short(path) or "the document"
+                raise StrictJSONError(f"{where}: a lone UTF-16 surrogate is not text")
+        elif isinstance(value, dict):
+            for name, member in reversed(value.items()):
+                if not _is_text(name):
+                    where = f" in {_short(path)}" if path else ""
+                    raise StrictJSONError(
+                        f"a member name{where} holds a lone UTF-16 surrogate, which is not text"
+                    )
+                pending.append((member, _step(path, name)))
+        elif isinstance(value, list):
+            pending.extend((item, f"{path}[{i}]") for i, item in reversed(list(enumerate(value))))
+
+
 def loads(data: bytes | str) -> Any:
     """The JSON value of `data` (UTF-8, -16 or -32 when bytes), strictly read.
 
     Raises StrictJSONError for text that is not JSON, a member repeated within one object, `NaN`,
-    `Infinity`, `-Infinity`, a number that overflows a float, or nesting too deep to read.
+    `Infinity`, `-Infinity`, a number that overflows a float, a lone UTF-16 surrogate, or nesting
+    too deep to read.
     """
     try:
-        return json.loads(
+        document = json.loads(
             data,
             object_pairs_hook=_no_duplicates,
             parse_constant=_no_constant,
@@ -75,6 +130,8 @@ def loads(data: bytes | str) -> Any:
         raise StrictJSONError("it is not UTF-8, UTF-16 or UTF-32 text") from None
     except RecursionError:
         raise StrictJSONError("it is nested too deeply") from None
+    _no_lone_surrogates(document)
+    return document
 
 
 def loads_object(data: bytes | str) -> dict[str, Any]:

@@ -39,6 +39,7 @@ def authorization_request() -> Response:
         claim_objects=body.get("claims", []),
         lifetimes=uma.config.lifetimes,
         rpt_key=uma.rpt_key,
+        limits=uma.config.limits,
     )
     if outcome.kind == "grant":
         # The spec's success answer: 201, Content-Type application/json;charset=UTF-8.

@@ -15,14 +15,20 @@ def read_json_object() -> dict[str, Any]:
 
     The body is read strictly (`strict_json`): a repeated member, NaN, Infinity or a number too
     large for a float is refused, never stored to be written back as something that is not JSON.
+    A body sent with no Content-Type header at all (as UMA 1.0 clients such as pyuma send it) is
+    read as JSON when it is a JSON object; a Content-Type other than JSON is refused.
     """
-    if not request.is_json:
-        raise InvalidRequest("The body must be JSON, sent with Content-Type: application/json.")
+    untyped = "Content-Type" not in request.headers
+    if not request.is_json and not untyped:
+        raise InvalidRequest(_WANT_JSON)
     raw = request.get_data(cache=True)  # raises 413 above MAX_CONTENT_LENGTH
     try:
         body = strict_json.loads(raw)
     except strict_json.StrictJSONError as error:
         raise InvalidRequest(f"The body is not valid JSON: {error}.") from None
     if not isinstance(body, dict):
-        raise InvalidRequest("The body must be a JSON object.")
+        raise InvalidRequest(_WANT_JSON if untyped else "The body must be a JSON object.")
     return body
+
+
+_WANT_JSON = "The body must be a JSON object, sent with Content-Type: application/json."

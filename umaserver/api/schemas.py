@@ -54,7 +54,12 @@ def _first_message(errors: Any, path: str = "") -> str:
     """The first field error as 'field: message' ('scopes[1]: Not a valid string.')."""
     if isinstance(errors, dict):
         key = next(iter(errors))
-        where = f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}".lstrip(".")
+        if key == "_schema":  # marshmallow's name for the whole value: the path says it already
+            where = path
+        elif isinstance(key, int):
+            where = f"{path}[{key}]"
+        else:
+            where = f"{path}.{key}".lstrip(".")
         return _first_message(errors[key], where)
     if isinstance(errors, list) and errors:
         first = errors[0]
@@ -92,11 +97,10 @@ class ClaimObject(Schema):
     class Meta:
         unknown = INCLUDE
 
+    error_messages = {"type": "must be an object with 'type' and 'value'."}
+
     type = fields.String(required=True, validate=_non_empty)
     value = fields.Dict(required=True)
-
-
-MAX_CLAIM_OBJECTS = 32
 
 
 class AuthorizationRequest(Schema):
@@ -107,6 +111,5 @@ class AuthorizationRequest(Schema):
 
     rpt = fields.String(required=True, validate=_non_empty)
     ticket = fields.String(required=True, validate=_non_empty)
-    claims = fields.List(
-        fields.Nested(ClaimObject), validate=validate.Length(max=MAX_CLAIM_OBJECTS)
-    )
+    # How many: `[limits] claim_objects_per_request`, checked with the other claim bounds.
+    claims = fields.List(fields.Nested(ClaimObject))

@@ -1,17 +1,28 @@
 """The OAuth 2.0 token endpoint, served by Authlib.
 
 `client_credentials` issues a PAT or an AAT that acts for the client itself as owner; clients
-authenticate with `client_secret_basic` or `client_secret_post`.
+authenticate with `client_secret_basic` or `client_secret_post`, one of them (RFC 6749 2.3).
+
+The request is checked here before Authlib sees it: no parameter twice (RFC 6749 3.1), one client
+authentication, a Basic header that decodes, a grant type and scopes of the right syntax. Every
+error, Authlib's too, is written by `error_responses` with an `error_description`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from typing import Any
+from urllib.parse import unquote
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer
+from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import ClientMixin, InvalidScopeError, grants, scope_to_list
-from flask import Blueprint, Flask, Response, current_app
+from flask import Blueprint, Flask, Response, current_app, request
 
+from ..error_responses import error_response
+from ..errors import APIError, InvalidRequest, echo
 from ..runtime import runtime
 from ..services.accounts import new_access_token, store_access_token
 from ..storage.per_request import storage
@@ -30,9 +41,8 @@ def normalise_scope(unverified_scope: str | None) -> str:
     requested = scope_to_list(unverified_scope) or []
     if not requested:
         raise InvalidScopeError("Ask for the scope uma_protection or uma_authorization.")
-    unknown = [scope for scope in requested if scope not in SCOPE_ALIASES]
-    if unknown:
-        raise InvalidScopeError(f"Unknown scope: {unknown[0]}")
+    if any(scope not in SCOPE_ALIASES for scope in requested):  # `token` checked them first
+        raise InvalidScopeError("Ask for the scope uma_protection or uma_authorization.")
     return " ".join(sorted({SCOPE_ALIASES[scope] for scope in requested}))
 
 
@@ -69,9 +79,32 @@ class ClientCredentialsGrant(grants.ClientCredentialsGrant):  # type: ignore[mis
     TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
 
 
+# Authlib's errors without a description of their own get one of these.
+_DESCRIPTIONS = {
+    "invalid_client": "The client is unknown or its credentials are wrong.",
+    "invalid_request": "The token request is malformed.",
+    "invalid_scope": "Ask for the scope uma_protection or uma_authorization.",
+    "unsupported_grant_type": "The only grant type here is client_credentials.",
+    "unauthorized_client": "This client may not use this grant type.",
+    "invalid_grant": "The grant is invalid.",
+}
+
+
 class UMAAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
     def validate_requested_scope(self, scope: str | None) -> None:
         normalise_scope(scope)
+
+    def handle_error_response(self, request: Any, error: OAuth2Error) -> Response:
+        """Authlib's errors in our one shape, each with an error_description."""
+        code = error.error or "invalid_request"
+        description = error.description or _DESCRIPTIONS.get(code, "The token request failed.")
+        if code == "invalid_client":
+            description = _DESCRIPTIONS["invalid_client"]  # Authlib's names its internals
+        status = error.status_code or 400
+        headers = {}
+        if status == 401:
+            headers["WWW-Authenticate"] = f'Basic realm="{runtime().config.issuer}"'
+        return error_response(status, code, description, headers)
 
 
 def _query_client(client_id: str) -> OAuthClient | None:
@@ -104,8 +137,99 @@ def init_app(app: Flask, access_token_lifetime: int) -> None:
     app.extensions[_SERVER] = server
 
 
+class _TokenError(APIError):
+    """An error of the token endpoint found before Authlib runs (RFC 6749 5.2 codes)."""
+
+    def __init__(self, status: int, error: str, description: str) -> None:
+        super().__init__(description)
+        self.status = status
+        self.error = error
+        if status == 401:
+            self.headers["WWW-Authenticate"] = f'Basic realm="{runtime().config.issuer}"'
+
+
+# RFC 6749 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E ), tokens separated by spaces.
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5B\x5D-\x7E]+")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
+_MALFORMED_BASIC = (
+    "The Authorization header is not of the form 'Basic <base64 of client_id:client_secret>'"
+    " with both parts UTF-8 text."
+)
+
+
+def _basic_client_id(header: str) -> str:
+    """The client id of a well-formed `Authorization: Basic` header; raises 400 invalid_request
+    for a malformed one and 401 invalid_client for another scheme."""
+    scheme, _, credentials = header.partition(" ")
+    if scheme.lower() != "basic":
+        raise _TokenError(
+            401,
+            "invalid_client",
+            "The token endpoint takes client credentials with HTTP Basic or in the body.",
+        )
+    credentials = credentials.strip(" ")
+    if not _BASE64.fullmatch(credentials):
+        raise InvalidRequest(_MALFORMED_BASIC)
+    try:
+        text = base64.b64decode(credentials, validate=True).decode("utf-8")
+        client_id, colon, client_secret = text.partition(":")
+        # RFC 6749 2.3.1: each part form-urlencoded; it must decode to text too.
+        unquote(client_id, errors="strict")
+        unquote(client_secret, errors="strict")
+    except (binascii.Error, UnicodeDecodeError):
+        raise InvalidRequest(_MALFORMED_BASIC) from None
+    if not colon:
+        raise InvalidRequest(_MALFORMED_BASIC)
+    return unquote(client_id)
+
+
+def _check_token_request() -> None:
+    """What Authlib does not refuse, or refuses with a 500: see the module's docstring."""
+    parameters = request.values
+    for name in parameters:
+        if len(parameters.getlist(name)) > 1:
+            raise InvalidRequest(
+                f"The parameter {echo(name)} is given more than once (RFC 6749 3.1)."
+            )
+    header = request.headers.get("Authorization")
+    if header is not None:
+        basic_id = _basic_client_id(header)
+        body_id = request.form.get("client_id")
+        if "client_secret" in request.form or (body_id is not None and body_id != basic_id):
+            raise InvalidRequest(
+                "Authenticate the client one way only (RFC 6749 2.3): HTTP Basic, or"
+                " client_id and client_secret in the body."
+            )
+    grant_type = parameters.get("grant_type")
+    if grant_type != "client_credentials":
+        said = "missing" if grant_type is None else f"{echo(grant_type)} is not supported"
+        raise _TokenError(
+            400, "unsupported_grant_type", f"grant_type: {said}; use client_credentials."
+        )
+    scopes = [name for name in parameters.get("scope", "").split(" ") if name]
+    if not scopes:
+        raise _TokenError(
+            400, "invalid_scope", "scope: ask for the scope uma_protection or uma_authorization."
+        )
+    if not all(_SCOPE_TOKEN.fullmatch(name) for name in scopes):
+        raise _TokenError(
+            400,
+            "invalid_scope",
+            "scope: scopes are printable ASCII without '\"' or '\\', separated by spaces"
+            " (RFC 6749 3.3).",
+        )
+    unknown = [name for name in scopes if name not in SCOPE_ALIASES]
+    if unknown:
+        raise _TokenError(
+            400,
+            "invalid_scope",
+            f"scope: {echo(unknown[0])} is unknown; ask for uma_protection or uma_authorization.",
+        )
+
+
 @bp.post("/token")
 def token() -> Response:
+    _check_token_request()
     server: UMAAuthorizationServer = current_app.extensions[_SERVER]
     response: Response = server.create_token_response()
     return response

@@ -7,9 +7,12 @@ engine sees nothing else. Plain Python: no Flask here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from ..errors import echo
 
 
 @dataclass(frozen=True)
@@ -83,19 +86,62 @@ class VerifiedClaims:
     assertions: tuple[Assertion, ...] = ()
 
 
+@dataclass(frozen=True)
+class ClaimBounds:
+    """How much one request may push (the `[limits]` of the config, same names)."""
+
+    claims_per_object: int = 500
+    claim_objects_per_request: int = 32
+    claim_value_bytes: int = 16 * 1024
+
+
+def _too_many(where: str, count: int, what: str, limit: str, bound: int) -> ClaimsError:
+    return ClaimsError(
+        f"{where}: {count} {what} are more than this server accepts ([limits] {limit} = {bound})."
+    )
+
+
+def _check_values(index: int, claims: tuple[Claim, ...], bounds: ClaimBounds) -> None:
+    if len(claims) > bounds.claims_per_object:
+        raise _too_many(
+            f"claims[{index}]",
+            len(claims),
+            "claims in one claim object",
+            "claims_per_object",
+            bounds.claims_per_object,
+        )
+    for claim in claims:
+        size = len(json.dumps(claim.value).encode("utf-8"))  # as the store writes it
+        if size > bounds.claim_value_bytes:
+            raise ClaimsError(
+                f"claims[{index}]: the value of the claim {echo(claim.name)} is {size} bytes of"
+                f" JSON, more than this server accepts ([limits] claim_value_bytes ="
+                f" {bounds.claim_value_bytes})."
+            )
+
+
 def read_claim_objects(
     unverified: list[dict[str, Any]],
     client_id: str,
     push_types: Collection[str],
     verifiers: Verifiers,
     now: int,
+    bounds: ClaimBounds = ClaimBounds(),
 ) -> VerifiedClaims:
     """The claims of a request's `claims` array, every object checked; raises ClaimsError.
 
     "In the direct claim profiles the AS and the client have a pre-established trust
     relationship": a client may push only the claim types it was registered with, and its plain
-    claims carry itself as issuer.
+    claims carry itself as issuer. Past one of `bounds`, nothing is read (ClaimsError naming it).
     """
+    if len(unverified) > bounds.claim_objects_per_request:
+        raise _too_many(
+            "claims",
+            len(unverified),
+            "claim objects in one request",
+            "claim_objects_per_request",
+            bounds.claim_objects_per_request,
+        )
     # A later claim of the same type and name replaces an earlier one, as a re-push in a later
     # request does: within one OIDC value the verified ID token's claims come after the plain
     # members, so the provider's word wins over the client's for the same name.
@@ -109,7 +155,15 @@ def read_claim_objects(
             continue
         if claim_type not in push_types:
             raise ClaimsError(
-                f"claims[{index}]: this client may not push claims of type {claim_type!r}"
+                f"claims[{index}]: this client may not push claims of type {echo(claim_type)}"
+            )
+        if len(value) > bounds.claims_per_object:  # before any work on it
+            raise _too_many(
+                f"claims[{index}]",
+                len(value),
+                "members in one claim object's value",
+                "claims_per_object",
+                bounds.claims_per_object,
             )
         if claim_type == SAML_TYPE:
             verified = verifiers.saml(value, client_id, now)
@@ -122,6 +176,7 @@ def read_claim_objects(
                     for name, item in value.items()
                 )
             )
+        _check_values(index, verified.claims, bounds)
         for claim in verified.claims:
             claims.pop((claim.type, claim.name), None)  # keep the order of arrival
             claims[(claim.type, claim.name)] = claim

@@ -18,12 +18,14 @@ from typing import Any, Literal
 from .. import secrets_at_rest
 from ..claims.model import (
     Assertion,
+    Claim,
+    ClaimBounds,
     ClaimsError,
     ClaimsUnavailable,
     Verifiers,
     read_claim_objects,
 )
-from ..config import Lifetimes
+from ..config import Lifetimes, Limits
 from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
 from ..policy.decision import NeededClaim
 from ..policy.rules import RuleSet
@@ -37,6 +39,7 @@ log = logging.getLogger("umaserver.decisions")
 # "need_claims leaves it usable (at most 10 requests)".
 MAX_TICKET_REQUESTS = 10
 OUT_OF_REQUESTS = "This ticket has had all its requests; ask the resource server for a new one."
+_DEFAULT_LIMITS = Limits()
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,24 @@ def _replay(uses: list[AssertionUse], assertion: Assertion, ticket: str, party: 
     return None
 
 
+def _within_ticket_bound(
+    storage: Storage, ticket: str, party: str, claims: tuple[Claim, ...], limits: Limits
+) -> None:
+    """Raises InvalidRequest (rolling the request back) when the claims the ticket holds for this
+    requesting party and those this request adds are more than `[limits] claims_per_ticket`."""
+    if not claims:
+        return
+    held = storage.gathered_claims(ticket, party)
+    keys = {(claim.type, claim.issuer, claim.name) for claim in held}
+    added = {(claim.type, claim.issuer, claim.name) for claim in claims} - keys
+    if len(held) + len(added) > limits.claims_per_ticket:
+        raise InvalidRequest(
+            f"claims: this ticket would hold {len(held) + len(added)} claims about this requesting"
+            " party, more than this server accepts ([limits] claims_per_ticket ="
+            f" {limits.claims_per_ticket}); ask the resource server for a new ticket."
+        )
+
+
 def request_authorization(
     storage: Storage,
     rules: RuleSet,
@@ -83,13 +104,23 @@ def request_authorization(
     claim_objects: list[dict[str, Any]],
     lifetimes: Lifetimes,
     rpt_key: bytes,
+    limits: Limits = _DEFAULT_LIMITS,
 ) -> Outcome:
     _open_ticket(storage, unverified_ticket, now)
     # Verification (signatures, key look-ups) happens outside the write lock; nothing is recorded
     # unless every claim object passes.
     try:
         pushed = read_claim_objects(
-            claim_objects, client.client_id, client.push_claim_types, verifiers, now
+            claim_objects,
+            client.client_id,
+            client.push_claim_types,
+            verifiers,
+            now,
+            ClaimBounds(
+                limits.claims_per_object,
+                limits.claim_objects_per_request,
+                limits.claim_value_bytes,
+            ),
         )
     except ClaimsUnavailable as error:
         raise TemporarilyUnavailable(
@@ -116,6 +147,7 @@ def request_authorization(
                     f"SAML assertion refused: the assertion {assertion.assertion_id!r} of"
                     f" {assertion.issuer} was presented before (replay: {collision})."
                 )
+        _within_ticket_bound(storage, ticket.digest, party, pushed.claims, limits)
         storage.record_claims(ticket.digest, party, pushed.claims)
         requests = storage.count_ticket_request(ticket.digest)
         owner = owner_name(storage, ticket.owner)

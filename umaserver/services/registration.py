@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import secrets_at_rest
-from ..errors import InvalidResourceSetId, InvalidScope
+from ..errors import InvalidResourceSetId, InvalidScope, echo
 from ..storage import Storage
 from ..storage.records import AccessToken, ResourceSet, Ticket
 from .maintenance import prune_tickets
@@ -37,7 +37,7 @@ def register_permission(
     registered = set(resource_set.description["scopes"])
     unknown = [scope for scope in scopes if scope not in registered]
     if unknown:
-        raise InvalidScope(f"The scope {unknown[0]!r} is not registered on this resource set.")
+        raise InvalidScope(f"The scope {echo(unknown[0])} is not registered on this resource set.")
     ticket = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
     with storage.transaction():
         storage.add_ticket(
