@@ -18,10 +18,8 @@ import base64
 import json
 import os
 import random
-import re
 from importlib.resources import files
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 import schemathesis
@@ -46,56 +44,9 @@ EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 SEED = os.environ.get("FUZZ_SEED", "")
 
 
-# TODO(issue 9): known failures, each fixed on another branch; remove each entry (and its
-# predicate) once its fix is merged. They let the fuzz pass on today's code without hiding anything
-# else: each matches only its own input and answer.
-# - No lone UTF-16 surrogate ("\ud800") is ever sent: Schemathesis generates UTF-8 strings
-#   (`codec="utf-8"`), and even with `codec=None` Hypothesis leaves surrogates out. The 500s they
-#   cause today (a resource set's name or type, resource_set_id, ticket: item 6) are for the
-#   input-validation branch's own table tests, not found here.
-_AUTHLIB_SCOPE_CHARS = re.compile(r"[\x20\x21\x23-\x5b\x5d-\x7e]*")
-
-
-def _token_scope_500(case: Case, response: Any) -> bool:
-    """Item 6: /token with a scope holding a character RFC 6749 forbids in an error description
-    (`"`, `\\`, a control character, non-ASCII) answers 500: Authlib refuses to write the
-    `invalid_scope` description that quotes it."""
-    body = case.body if isinstance(case.body, dict) else {}
-    scope = body.get("scope")
-    return (
-        case.operation.label == "POST /token"
-        and response.status_code == 500
-        and isinstance(scope, str)
-        and not _AUTHLIB_SCOPE_CHARS.fullmatch(scope)
-    )
-
-
-def _token_error_without_description(case: Case, response: Any) -> bool:
-    """Item 10: the token endpoint's errors lack `error_description` (Authlib omits it)."""
-    return case.operation.label == "POST /token" and 400 <= response.status_code < 500
-
-
-def _unparsable_uri_500(case: Case, response: Any) -> bool:
-    """Not in the issue: a resource set `uri` or `icon_uri` that urlsplit cannot parse
-    ("http://[x", an unclosed IPv6 bracket) raises ValueError in api/schemas.py: 500."""
-    body = case.body if isinstance(case.body, dict) else {}
-
-    def unparsable(value: Any) -> bool:
-        try:
-            urlsplit(value)
-        except ValueError:
-            return True
-        return False
-
-    return (
-        case.operation.label in ("POST /rs/resource_set", "PUT /rs/resource_set/{_id}")
-        and response.status_code == 500
-        and any(isinstance(body.get(k), str) and unparsable(body[k]) for k in ("uri", "icon_uri"))
-    )
-
-
-KNOWN_500S = (_token_scope_500, _unparsable_uri_500)
-KNOWN_SHAPE_DEVIATIONS = (_token_error_without_description,)
+# No lone UTF-16 surrogate ("\ud800") is ever sent: Schemathesis generates UTF-8 strings, and
+# Hypothesis leaves surrogates out. They are refused by strict_json, whose own tables (and those of
+# test_resource_sets.py and test_authorization.py) cover every field.
 
 
 class ErrorShape(Failure):
@@ -108,9 +59,7 @@ class ErrorShape(Failure):
 def error_shape(ctx: CheckContext, response: Any, case: Case) -> bool | None:
     """Every 4xx and 5xx body is `{"error": str, "error_description": str}` (with no other text),
     except the `need_claims` answer."""
-    if response.status_code < 400 or any(known(case, response) for known in KNOWN_500S):
-        return None
-    if any(known(case, response) for known in KNOWN_SHAPE_DEVIATIONS):
+    if response.status_code < 400:
         return None
     label = case.operation.label
     try:
@@ -132,31 +81,15 @@ def no_server_error(ctx: CheckContext, response: Any, case: Case) -> bool | None
     """No 5xx, except 503 with `Retry-After`."""
     if response.status_code == 503 and "Retry-After" in response.headers:
         return True
-    if any(known(case, response) for known in KNOWN_500S):
-        return True
     return not_a_server_error(ctx, response, case)
-
-
-def _unless_known(check: Any) -> Any:
-    """`check`, skipped on the known failures above."""
-
-    def checked(ctx: CheckContext, response: Any, case: Case) -> bool | None:
-        if any(known(case, response) for known in (*KNOWN_500S, *KNOWN_SHAPE_DEVIATIONS)):
-            return None
-        result: bool | None = check(ctx, response, case)
-        return result
-
-    checked.__name__ = check.__name__
-    return checked
 
 
 CHECKS = [
     no_server_error,
     error_shape,
-    *map(
-        _unless_known,
-        [status_code_conformance, content_type_conformance, response_schema_conformance],
-    ),
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
 ]
 
 

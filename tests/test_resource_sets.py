@@ -197,6 +197,8 @@ def test_extension_method_is_refused_in_json_with_allow(http: FlaskClient, rs: P
         (json.dumps({**PHOTO, "icon_uri": ""}), "application/json", "icon_uri:"),
         (json.dumps({**PHOTO, "type": 1}), "application/json", "type:"),
         (json.dumps({**PHOTO, "type": ""}), "application/json", "type:"),
+        (json.dumps({**PHOTO, "uri": "http://[x"}), "application/json", "uri:"),
+        (json.dumps({**PHOTO, "icon_uri": "https://[::1"}), "application/json", "icon_uri:"),
         (json.dumps({**PHOTO, "uri": "not a uri"}), "application/json", "uri:"),
         # A lone UTF-16 surrogate is not text: refused, naming where (json.dumps writes it so).
         (json.dumps({**PHOTO, "name": "a\ud800"}), "application/json", "name: a lone"),

@@ -16,7 +16,10 @@ _non_empty = validate.Length(min=1, max=MAX_STRING)
 
 
 def _absolute_http_uri(value: str) -> None:
-    parts = urlsplit(value)
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # "http://[x": an IPv6 host left open
+        raise ValidationError("Must be an absolute http or https URI.") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValidationError("Must be an absolute http or https URI.")
 
