@@ -12,6 +12,7 @@ of a well-formed request, grant, need_claims or deny, is returned as one `Outcom
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -70,6 +71,20 @@ def _replay(uses: list[AssertionUse], assertion: Assertion, ticket: str, party: 
     return None
 
 
+def _keep_one_subject_per_issuer(
+    storage: Storage, ticket: str, party: str, assertions: Iterable[Assertion]
+) -> None:
+    """One subject per issuer per ticket: the word of an issuer about another subject than the
+    one it spoke of before on this ticket replaces everything that issuer said here before, so
+    claims about two people never combine. (`read_claim_objects` refused two in one request.)"""
+    stored: dict[str, set[str | None]] = {}
+    for claim in storage.gathered_claims(ticket, party):
+        stored.setdefault(claim.issuer, set()).add(claim.subject)
+    for issuer, subject in dict.fromkeys((a.issuer, a.subject) for a in assertions):
+        if subject is not None and stored.get(issuer, {subject}) != {subject}:
+            storage.forget_issuer_claims(ticket, party, issuer)
+
+
 def request_authorization(
     storage: Storage,
     rules: RuleSet,
@@ -113,9 +128,10 @@ def request_authorization(
             )
             if collision is not None:  # raising rolls the whole request back
                 raise InvalidRequest(
-                    f"SAML assertion refused: the assertion {assertion.assertion_id!r} of"
-                    f" {assertion.issuer} was presented before (replay: {collision})."
+                    f"{assertion.kind} refused: the {assertion.kind} {assertion.assertion_id!r}"
+                    f" of {assertion.issuer} was presented before (replay: {collision})."
                 )
+        _keep_one_subject_per_issuer(storage, ticket.digest, party, pushed.assertions)
         storage.record_claims(ticket.digest, party, pushed.claims)
         requests = storage.count_ticket_request(ticket.digest)
         owner = owner_name(storage, ticket.owner)

@@ -118,8 +118,13 @@ class GatheredClaims(Protocol):
     def record_claims(
         self, ticket_digest: str, requesting_party: str, claims: Iterable[Claim]
     ) -> None:
-        """Stores each claim, replacing a stored one of the same type and name for this ticket
-        and requesting party."""
+        """Stores each claim with its subject, replacing a stored one of the same type, name and
+        issuer for this ticket and requesting party."""
+        ...
+
+    def forget_issuer_claims(self, ticket_digest: str, requesting_party: str, issuer: str) -> int:
+        """Forgets every claim this issuer vouched for on this ticket and requesting party (about
+        whichever subject); how many."""
         ...
 
     def gathered_claims(self, ticket_digest: str, requesting_party: str) -> list[Claim]:
