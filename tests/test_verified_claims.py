@@ -30,8 +30,8 @@ from .conftest import (
     stored_ticket,
     write_config,
 )
-from .flows import IDP, OIDC, OP, SAML, VERIFIED_STAFF_AND_EMAIL, FlaskApi, Flow
-from .oidc_fixtures import id_token_claims, jwks_of, make_id_token, make_rsa_key
+from .flows import IDP, OIDC, OP, SAML, VERIFIED_STAFF_AND_EMAIL, FlaskApi, Flow, wait_until
+from .oidc_fixtures import JwksServer, id_token_claims, jwks_of, make_id_token, make_rsa_key
 
 CUSTOM = "urn:example:attributes"
 AFFILIATION = "urn:oid:1.3.6.1.4.1.5923.1.1.1.1"
@@ -549,3 +549,47 @@ jwks_file = "op-jwks.json"
         assert push(photo, ["print-app", "photo-app"], azp="photo-app") == 201
     finally:
         own.close()
+
+
+# -- a key published a moment after our last fetch (issue 9, item 11) ----------------------------
+
+
+def test_a_new_key_right_after_a_fetch_answers_503_until_the_next_fetch(
+    tmp_path: Path, op_key: RSAKey
+) -> None:
+    folder = tmp_path / "rollover"
+    folder.mkdir()
+    (folder / "policies.toml").write_text(VERIFIED_STAFF_AND_EMAIL, encoding="utf-8")
+    with JwksServer(jwks_of([op_key])) as jwks:
+        config = load_config(
+            write_config(
+                folder,
+                extra=f"""
+[[oidc_issuers]]
+issuer = "{OP}"
+audiences = ["photo-app"]
+jwks_uri = "{jwks.url}"
+""",
+            )
+        )
+        open_store(config.database).close()
+        http = create_app(config).test_client()
+        own = open_store(config.database)
+        try:
+            flow = photo_flow(http, own, make_party(own, "alice", "uma_protection"))
+            assert wait_until(
+                lambda: flow.ask(flow.ticket("print"), [id_token(op_key)]).status == 201
+            )
+            # The provider publishes a new key and signs with it at once: our keys, fetched less
+            # than the retry interval ago, lack it. Not the token's fault: try again later.
+            new_key = make_rsa_key("op-2")
+            jwks.serve(jwks_of([op_key, new_key]))
+            ticket = flow.ticket("print")
+            response = flow.ask(ticket, [id_token(new_key)])
+            assert response.status == 503, response.json
+            assert response.json["error"] == "temporarily_unavailable"
+            assert "has no key with kid 'op-2' yet" in response.json["error_description"]
+            assert 1 <= int(response.headers["Retry-After"]) <= 30
+            assert gathered_claims(own, ticket, "bob") == []
+        finally:
+            own.close()
