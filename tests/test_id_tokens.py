@@ -7,6 +7,7 @@ import hmac
 import json
 import logging
 import math
+import re
 import struct
 import threading
 import time
@@ -938,3 +939,78 @@ def test_stop_that_times_out_keeps_the_thread_and_start_runs_no_second_one(
         stuck.join()
     key_sets.stop()
     assert key_sets._thread is None
+
+
+# --- the audience of the pushing client, the accepted lifetime (issue 9, item 2) -------------
+
+
+@pytest.fixture(scope="module")
+def per_client(keys: Keys, tmp_path_factory: pytest.TempPathFactory) -> OidcIssuer:
+    """IDP_A knowing only which audience each of two clients has there."""
+    directory = tmp_path_factory.mktemp("per-client")
+    return OidcIssuer(
+        IDP_A,
+        (),
+        client_audiences={"photo": AUD, "printer": "printer-at-a"},
+        jwks_file=write_jwks(directory / "a.json", [keys.rsa_a]),
+    )
+
+
+@pytest.mark.parametrize(
+    ("client_id", "aud", "extra", "refusal"),
+    [
+        ("photo", AUD, {}, None),
+        ("printer", "printer-at-a", {}, None),
+        ("printer", AUD, {}, "names none of the accepted audiences"),
+        ("photo", [AUD, "printer-at-a"], {"azp": AUD}, None),
+        ("printer", [AUD, "printer-at-a"], {"azp": AUD}, "'azp' is not an accepted audience"),
+        ("photo", [AUD, "printer-at-a"], {}, "several audiences and no 'azp'"),
+        ("stranger", AUD, {}, "only for the clients of its 'client_audiences'"),
+        (None, AUD, {}, "only for the clients of its 'client_audiences'"),
+    ],
+)
+def test_client_audiences_bind_the_token_to_the_pushing_client(
+    keys: Keys,
+    per_client: OidcIssuer,
+    client_id: str | None,
+    aud: Any,
+    extra: dict[str, Any],
+    refusal: str | None,
+) -> None:
+    token = make_id_token(keys.rsa_a, id_token_claims(IDP_A, aud, now=NOW, **extra))
+    key_sets = KeySets([per_client])
+    if refusal is None:
+        verified = verify_id_token(token, [per_client], key_sets, now=NOW, client_id=client_id)
+        assert verified["sub"] == "alice"
+    else:
+        with pytest.raises(ClaimsError, match=re.escape(refusal)):
+            verify_id_token(token, [per_client], key_sets, now=NOW, client_id=client_id)
+
+
+@pytest.mark.parametrize(
+    ("iat", "exp", "max_lifetime", "accepted"),
+    [
+        (NOW, NOW + 86400, 86400, True),
+        (NOW, NOW + 86401, 86400, False),
+        (NOW - 10, NOW + 60, 60, False),
+        (NOW, 10**30, 86400, False),
+        (NOW, 10**400, 86400, False),
+        (NOW, 1e308, 86400, False),
+        (-(10**30), NOW + 60, 86400, False),
+    ],
+)
+def test_the_lifetime_from_iat_to_exp_is_capped(
+    keys: Keys,
+    issuers: list[OidcIssuer],
+    key_sets: KeySets,
+    iat: float,
+    exp: float,
+    max_lifetime: int,
+    accepted: bool,
+) -> None:
+    token = make_id_token(keys.rsa_a, claims_a(iat=iat, exp=exp))
+    if accepted:
+        assert verify_id_token(token, issuers, key_sets, now=NOW, max_lifetime=max_lifetime)
+    else:
+        with pytest.raises(ClaimsError, match=f"lives longer than {max_lifetime} s"):
+            verify_id_token(token, issuers, key_sets, now=NOW, max_lifetime=max_lifetime)

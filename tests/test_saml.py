@@ -972,8 +972,9 @@ def pysaml2_response(
     [
         {"sign_assertion": True, "sign_response": False},
         {"sign_assertion": False, "sign_response": True},
+        {"sign_assertion": True, "sign_response": True},  # "sign both" (issue 9, item 11)
     ],
-    ids=["assertion-signed", "response-signed"],
+    ids=["assertion-signed", "response-signed", "both-signed"],
 )
 def test_assertion_from_pysaml2_idp_verifies(
     tmp_path: Path, xmlsec1: str, signing: dict[str, bool]
@@ -1011,3 +1012,18 @@ def test_pysaml2_default_sha1_signature_needs_allow_sha1(tmp_path: Path, xmlsec1
     with pytest.raises(ClaimsError, match="SHA-1"):
         verify_assertion(document, trusted, settings(), now)
     assert verify_assertion(document, trusted, settings(allow_sha1=True), now).issuer == PYSAML2_IDP
+
+
+def test_the_recipient_pysaml2_names_is_checked_when_configured(
+    tmp_path: Path, xmlsec1: str
+) -> None:
+    now = int(time.time())
+    key = make_idp_key("pysaml2 idp", not_before=now - 3600, not_after=now + 86400)
+    document = pysaml2_response(
+        tmp_path, xmlsec1, key, sha256=True, sign_assertion=True, sign_response=True
+    )
+    acs = [SamlIdp(PYSAML2_IDP, (key.certificate_pem,), recipients=(f"{AUDIENCE}/acs",))]
+    assert verify_assertion(document, acs, settings(), now).issuer == PYSAML2_IDP
+    elsewhere = [SamlIdp(PYSAML2_IDP, (key.certificate_pem,), recipients=("https://x.example",))]
+    with pytest.raises(ClaimsError, match=r"Recipient .* is not one of this server's recipients"):
+        verify_assertion(document, elsewhere, settings(), now)

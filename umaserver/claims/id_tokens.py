@@ -219,6 +219,11 @@ def _validate_claims(
     # issued to another client of ours (or to anyone else) is not its to push.
     own = issuer.client_audiences.get(client_id) if client_id is not None else None
     accepted = [own] if own is not None else list(issuer.audiences)
+    if not accepted:  # an empty list would mean "any audience" to the registry
+        raise _refuse(
+            f"issuer {issuer.issuer!r} accepts tokens only for the clients of its"
+            " 'client_audiences', and not this one"
+        )
     registry = JWTClaimsRegistry(
         now=now,
         leeway=skew,
