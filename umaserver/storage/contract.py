@@ -134,8 +134,9 @@ class GatheredClaims(Protocol):
 
 class AssertionUses(Protocol):
     def record_assertion_use(self, use: AssertionUse, now: int) -> list[AssertionUse]:
-        """Records this use and returns the uses of the same assertion (issuer and ID) made
-        before it that have not expired at `now`. Of two uses with one ticket the first is kept."""
+        """Records this use and returns the uses of the same assertion or ID token (issuer and ID)
+        made before it that have not expired at `now`. Of two uses with one ticket the first is
+        kept."""
         ...
 
     def delete_assertion_uses_expired_before(self, moment: int, limit: int) -> int: ...
