@@ -1014,3 +1014,13 @@ def test_the_lifetime_from_iat_to_exp_is_capped(
     else:
         with pytest.raises(ClaimsError, match=f"lives longer than {max_lifetime} s"):
             verify_id_token(token, issuers, key_sets, now=NOW, max_lifetime=max_lifetime)
+
+
+@pytest.mark.parametrize("name", ["iat", "nbf"])
+def test_a_huge_date_in_the_future_is_refused_without_quoting_it(
+    keys: Keys, issuers: list[OidcIssuer], key_sets: KeySets, name: str
+) -> None:
+    token = make_id_token(keys.rsa_a, claims_a(**{name: 10**4000}))
+    with pytest.raises(ClaimsError) as refused:
+        verify_id_token(token, issuers, key_sets, now=NOW)
+    assert f"({name} a number out of range," in refused.value.description

@@ -268,9 +268,12 @@ def _invalid_claim_reason(name: str, claims: dict[str, Any], *, now: int, skew: 
     if name == "aud":
         return "its audience 'aud' names none of the accepted audiences (for this client)"
     if name == "iat" and isinstance(value, int | float) and not isinstance(value, bool):
-        return f"it was issued in the future (iat {value}, now {now}, allowed clock skew {skew} s)"
+        return (
+            f"it was issued in the future (iat {_number(value)}, now {now},"
+            f" allowed clock skew {skew} s)"
+        )
     if name == "nbf" and isinstance(value, int | float) and not isinstance(value, bool):
-        return f"it is not valid yet (nbf {value}, now {now}, allowed clock skew {skew} s)"
+        return f"it is not valid yet (nbf {_number(value)}, now {now}, allowed clock skew {skew} s)"
     if name == "iss":
         return "its issuer 'iss' does not match"
     return f"claim {name!r} is invalid"
