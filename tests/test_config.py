@@ -215,6 +215,37 @@ IDP = '[[saml_idps]]\nentity_id = "https://idp.example"\n'
             OP + 'jwks_file = "jwks.json"\n' + OP + 'jwks_file = "jwks.json"\n',
             ["oidc_issuers: the issuer 'https://op.example' is listed twice"],
         ),
+        (
+            "[claims]\nid_token_max_lifetime = 0\n[claims.x]\n",
+            [
+                "claims.id_token_max_lifetime: must be greater than 0",
+                "claims.x: unknown key",
+            ],
+        ),
+        (
+            '[claims]\nid_token_max_lifetime = "1 day"\n',
+            ["claims.id_token_max_lifetime: must be an integer, not a string"],
+        ),
+        (
+            OP + 'jwks_file = "jwks.json"\nclient_audiences = ["app"]\n',
+            ["oidc_issuers[0].client_audiences: must be a table of non-empty strings"],
+        ),
+        (
+            OP + 'jwks_file = "jwks.json"\nclient_audiences = { "cl-1" = "" }\n',
+            ["oidc_issuers[0].client_audiences: must be a table of non-empty strings"],
+        ),
+        (
+            '[[oidc_issuers]]\nissuer = "https://op.example"\njwks_file = "jwks.json"\n',
+            ["oidc_issuers[0].audiences: missing"],
+        ),
+        (
+            IDP + 'certificates = ["idp.pem"]\nrecipients = []\n',
+            ["saml_idps[0].recipients: must not be empty"],
+        ),
+        (
+            IDP + 'certificates = ["idp.pem"]\nrecipients = "https://app.example/acs"\n',
+            ["saml_idps[0].recipients: must be an array of non-empty strings"],
+        ),
     ],
 )
 def test_claim_sources_are_checked_with_everything_else(
@@ -245,3 +276,17 @@ def test_the_examples_of_claim_sources_work_once_uncommented(tmp_path: Path) -> 
     (issuer,) = config.oidc_issuers
     assert issuer.jwks_uri == "https://accounts.example.com/.well-known/jwks.json"
     assert issuer.algorithms == ("RS256", "ES256")
+    assert dict(issuer.client_audiences) == {"cl-photo-app": "photo-client-at-example"}
+    assert idp.recipients == ("https://photo-app.example.com/saml/acs",)
+    assert config.claims.id_token_max_lifetime == 86400
+
+
+def test_an_oidc_issuer_may_name_audiences_per_client_only(tmp_path: Path) -> None:
+    (tmp_path / "jwks.json").write_text(json.dumps(jwks_of([make_rsa_key("k")])))
+    text = (
+        GOOD + '[[oidc_issuers]]\nissuer = "https://op.example"\njwks_file = "jwks.json"\n'
+        'client_audiences = { "cl-1" = "app-1", "cl-2" = "app-2" }\n'
+    )
+    (issuer,) = load_config(write(tmp_path, text)).oidc_issuers
+    assert issuer.audiences == ()
+    assert dict(issuer.client_audiences) == {"cl-1": "app-1", "cl-2": "app-2"}

@@ -970,3 +970,65 @@ def test_store_readers_from_many_threads_see_whole_rule_sets(rule_file: RuleFile
         entry == ("first",) or entry == (f"a{entry[0][1:]}", f"b{entry[0][1:]}") for entry in seen
     )
     assert ids(store) == ["a19", "b19"]
+
+
+# -- evidence speaks of one person (issue 9, item 1) ---------------------------------------------
+
+OTHER_IDP = "https://other-idp.example.com"
+ONE_PERSON = rule(
+    "one-person",
+    f'claim = "email"\nsuffix = "@example.com"\nissuers = ["{IDP}"]',
+    f'claim = "department"\nequals = "research"\nissuers = ["{IDP}"]',
+)
+
+
+def about(subject: str | None, name: str, value: Any, issuer: str = IDP) -> Claim:
+    return replace(claim(name, value, OIDC, issuer), subject=subject)
+
+
+@pytest.mark.parametrize(
+    ("claims", "outcome"),
+    [
+        ([about("bob", "email", "b@example.com"), about("bob", "department", "research")], "grant"),
+        (
+            [about("bob", "email", "b@example.com"), about("eve", "department", "research")],
+            "need_claims",
+        ),
+        (  # a claim of no subject (gathered before subjects were kept) is another person too
+            [about("bob", "email", "b@example.com"), about(None, "department", "research")],
+            "need_claims",
+        ),
+        (  # several people, one of whom has it all
+            [
+                about("bob", "email", "b@example.com"),
+                about("eve", "department", "research"),
+                about("eve", "email", "e@example.com"),
+            ],
+            "grant",
+        ),
+        (  # a failing value of one person does not make another's final
+            [about("bob", "email", "b@other.test"), about("eve", "email", "e@example.com")],
+            "need_claims",
+        ),
+    ],
+    ids=["one-person", "two-people", "one-without-subject", "one-of-two-has-all", "reachable"],
+)
+def test_conditions_naming_one_issuer_hold_on_one_subject(
+    claims: list[Claim], outcome: str
+) -> None:
+    decision = ask(ONE_PERSON, claims)
+    assert decision.outcome == outcome, reasons(decision)
+
+
+def test_subjects_of_different_issuers_or_of_unnamed_ones_do_not_matter() -> None:
+    text = rule(
+        "two-sources",
+        f'claim = "email"\nsuffix = "@example.com"\nissuers = ["{IDP}"]',
+        f'claim = "department"\nequals = "research"\nissuers = ["{OTHER_IDP}"]',
+    )
+    claims = [
+        about("bob", "email", "b@example.com"),
+        about("bob@other", "department", "research", issuer=OTHER_IDP),
+        about("eve", "department", "sales", issuer="https://unnamed.example"),
+    ]
+    assert ask(text, claims, can_supply=SUPPLY | {(OIDC, OTHER_IDP)}).outcome == "grant"

@@ -21,6 +21,7 @@ from tests.saml_fixtures import (
     DS_NS,
     HOLDER_OF_KEY,
     NOW,
+    SAML_NS,
     SAMLP_NS,
     SENDER_VOUCHES,
     IdpKey,
@@ -125,8 +126,10 @@ def test_assertion_claims_carry_the_idp_as_issuer() -> None:
         issuer=IDP,
         client_id="client-1",
         gathered_at=NOW + 5,
+        subject="alice",  # whom it is about: the NameID
     )
     assert by_name["sub"].value == "alice"
+    assert {claim.subject for claim in claims} == {"alice"}
     assert {claim.type for claim in claims} == {"claim-client-assertion-saml-1.0"}
     assert {claim.issuer for claim in claims} == {IDP}
     assert len(claims) == len(verified.attributes)
@@ -135,6 +138,37 @@ def test_assertion_claims_carry_the_idp_as_issuer() -> None:
 def test_response_with_signed_assertion_verifies() -> None:
     response = build_response(good_assertion(), issuer=IDP)
     assert verify(to_b64(response)).attributes["mail"] == "alice@example.org"
+
+
+@pytest.mark.parametrize("signing_key", ["idp", "idp_next"])
+def test_response_and_assertion_both_signed_verify(signing_key: str) -> None:
+    """Issue 9, item 11: "sign both" is accepted when both signatures verify with one key of the
+    provider, each covering exactly its own element."""
+    k = keys()
+    key = getattr(k, signing_key)
+    value = both_signed(assertion_key=key, response_key=key)
+    rolled = idps(idp_certificates=(k.idp.certificate_pem, k.idp_next.certificate_pem))
+    verified = verify_assertion(value, rolled, settings(), NOW)
+    assert verified.issuer == IDP
+    assert verified.attributes["mail"] == "alice@example.org"
+    assert verified.subject == "alice"
+
+
+def test_both_signed_with_two_different_keys_of_the_provider_is_refused() -> None:
+    k = keys()
+    value = both_signed(assertion_key=k.idp, response_key=k.idp_next)
+    rolled = idps(idp_certificates=(k.idp.certificate_pem, k.idp_next.certificate_pem))
+    with pytest.raises(ClaimsError, match="signature does not verify"):
+        verify_assertion(value, rolled, settings(), NOW)
+
+
+def test_both_signed_response_status_still_counts() -> None:
+    assertion = good_assertion()
+    response = build_response(
+        assertion, issuer=IDP, status=f"{SAMLP_NS.replace('protocol', 'status')}:Requester"
+    )
+    with pytest.raises(ClaimsError, match="status is not Success"):
+        verify(to_b64(sign(response, keys().idp)))
 
 
 def test_signed_response_verifies() -> None:
@@ -232,6 +266,54 @@ def test_any_one_bearer_confirmation_is_enough() -> None:
 
     # saml-core 2.4.1: "satisfying any one of them is sufficient"; the later bound is remembered.
     assert verify(assertion_with(second_bearer)).expires_at == NOW + 500 + SKEW
+
+
+def with_recipient(*recipients: str | None) -> str:
+    """An assertion with one bearer confirmation per recipient (None: no Recipient)."""
+    assertion = build_assertion(issuer=IDP, audience=AUDIENCE, confirmation_method=None)
+    for recipient in recipients:
+        add_subject_confirmation(assertion, BEARER, None, NOW + 120)
+        if recipient is not None:
+            data = assertion.findall(".//saml:SubjectConfirmationData", {"saml": SAML_NS})[-1]
+            data.set("Recipient", recipient)
+    return to_b64(sign(assertion, keys().idp))
+
+
+ACS = "https://app.example/saml/acs"
+
+
+@pytest.mark.parametrize(
+    ("recipients", "configured", "refusal"),
+    [
+        ((ACS,), (ACS,), None),
+        (("https://evil.example/acs",), (ACS,), "Recipient 'https://evil.example/acs' is not one"),
+        ((None,), (ACS,), "names no Recipient"),
+        (("https://evil.example/acs", ACS), (ACS,), None),  # any one bearer confirmation
+        (("https://evil.example/acs",), (), None),  # not configured: not checked
+        ((ACS,), ("https://other.example/acs", ACS), None),
+    ],
+    ids=["listed", "another", "missing", "one-of-two", "not-configured", "one-of-several"],
+)
+def test_the_recipient_of_a_bearer_confirmation_is_checked_when_configured(
+    recipients: tuple[str | None, ...], configured: tuple[str, ...], refusal: str | None
+) -> None:
+    """Issue 9, item 9: `[[saml_idps]] recipients`."""
+    value = with_recipient(*recipients)
+    providers = idps(recipients=configured)
+    if refusal is None:
+        assert verify_assertion(value, providers, settings(), NOW).issuer == IDP
+    else:
+        with pytest.raises(ClaimsError, match=refusal):
+            verify_assertion(value, providers, settings(), NOW)
+
+
+def test_a_bearer_confirmation_without_data_has_no_recipient() -> None:
+    assertion = build_assertion(issuer=IDP, audience=AUDIENCE, confirmation_method=None)
+    subject = find(assertion, "saml:Subject")
+    etree.SubElement(subject, s("SubjectConfirmation"), Method=BEARER)
+    value = to_b64(sign(assertion, keys().idp))
+    with pytest.raises(ClaimsError, match="names no Recipient"):
+        verify_assertion(value, idps(recipients=(ACS,)), settings(), NOW)
 
 
 def test_one_time_use_is_reported() -> None:
@@ -341,9 +423,49 @@ def two_references() -> str:
 
 
 def signed_twice() -> str:
-    # A signed Assertion inside a signed Response: refused, one signature only (see the report).
+    # A signed Assertion inside a signed Response: the "sign both" of Azure AD, ADFS and Okta.
     response = build_response(good_assertion(), issuer=IDP)
     return to_b64(sign(response, keys().idp))
+
+
+def both_signed(
+    assertion_key: IdpKey | None = None, response_key: IdpKey | None = None, **kwargs: Any
+) -> str:
+    assertion = signed_assertion(
+        assertion_key or keys().idp, **{"issuer": IDP, "audience": AUDIENCE, **kwargs}
+    )
+    return to_b64(sign(build_response(assertion, issuer=IDP), response_key or keys().idp))
+
+
+def assertion_signed_twice() -> str:
+    # Two signatures on the Assertion, none on the Response: not "sign both".
+    assertion = good_assertion()
+    second = sign(build_assertion(issuer=IDP, audience=AUDIENCE), keys().idp)
+    find(assertion, "saml:Subject").addprevious(find(second, "ds:Signature"))
+    return to_b64(assertion)
+
+
+def three_signatures() -> str:
+    response = etree.fromstring(base64.b64decode(signed_twice()))
+    extra = find(signed_assertion(keys().idp, issuer=IDP, audience=AUDIENCE), "ds:Signature")
+    find(response, "samlp:Status").addprevious(extra)
+    return to_b64(response)
+
+
+def both_signed_assertion_tampered() -> str:
+    # The Response's signature verifies (it was made last, over the altered Assertion); the
+    # Assertion's own does not.
+    assertion = good_assertion()
+    values = assertion.findall(".//saml:AttributeValue", {"saml": SAML_NS})
+    values[0].text = "mallory@example.org"
+    return to_b64(sign(build_response(assertion, issuer=IDP), keys().idp))
+
+
+def both_signed_response_reference_elsewhere() -> str:
+    # The Response's signature names the Assertion: it covers another element than its own.
+    assertion = good_assertion()
+    response = build_response(assertion, issuer=IDP)
+    return to_b64(sign(response, keys().idp, signed_id=assertion.get("ID")))
 
 
 def xpath_transform() -> str:
@@ -615,11 +737,40 @@ REFUSALS: list[tuple[str, Callable[[], Any], dict[str, Any], str]] = [
     ("duplicate-id", duplicate_id, {}, "appears more than once"),
     ("two-references", two_references, {}, "exactly one Reference, it has 2"),
     (
-        "two-signatures",
-        signed_twice,
+        "two-signatures-on-the-assertion",
+        assertion_signed_twice,
         {},
-        "exactly one Signature, it holds 2 "
-        "(the IdP must sign either the Response or the Assertion, not both)",
+        "exactly one Signature, it holds 2",
+    ),
+    (
+        "three-signatures",
+        three_signatures,
+        {},
+        "exactly one Signature, it holds 3",
+    ),
+    (
+        "both-signed-assertion-by-another-key",
+        lambda: both_signed(assertion_key=keys().other),
+        {},
+        "signature does not verify against the certificates of https://idp.example",
+    ),
+    (
+        "both-signed-response-by-another-key",
+        lambda: both_signed(response_key=keys().other),
+        {},
+        "signature does not verify against the certificates of https://idp.example",
+    ),
+    (
+        "both-signed-assertion-tampered",
+        both_signed_assertion_tampered,
+        {},
+        "signature does not verify",
+    ),
+    (
+        "both-signed-response-covers-the-assertion",
+        both_signed_response_reference_elsewhere,
+        {},
+        "Reference does not point to the element",
     ),
     ("xpath-transform", xpath_transform, {}, "transform SAML does not allow"),
     (
@@ -821,8 +972,9 @@ def pysaml2_response(
     [
         {"sign_assertion": True, "sign_response": False},
         {"sign_assertion": False, "sign_response": True},
+        {"sign_assertion": True, "sign_response": True},  # "sign both" (issue 9, item 11)
     ],
-    ids=["assertion-signed", "response-signed"],
+    ids=["assertion-signed", "response-signed", "both-signed"],
 )
 def test_assertion_from_pysaml2_idp_verifies(
     tmp_path: Path, xmlsec1: str, signing: dict[str, bool]
@@ -860,3 +1012,18 @@ def test_pysaml2_default_sha1_signature_needs_allow_sha1(tmp_path: Path, xmlsec1
     with pytest.raises(ClaimsError, match="SHA-1"):
         verify_assertion(document, trusted, settings(), now)
     assert verify_assertion(document, trusted, settings(allow_sha1=True), now).issuer == PYSAML2_IDP
+
+
+def test_the_recipient_pysaml2_names_is_checked_when_configured(
+    tmp_path: Path, xmlsec1: str
+) -> None:
+    now = int(time.time())
+    key = make_idp_key("pysaml2 idp", not_before=now - 3600, not_after=now + 86400)
+    document = pysaml2_response(
+        tmp_path, xmlsec1, key, sha256=True, sign_assertion=True, sign_response=True
+    )
+    acs = [SamlIdp(PYSAML2_IDP, (key.certificate_pem,), recipients=(f"{AUDIENCE}/acs",))]
+    assert verify_assertion(document, acs, settings(), now).issuer == PYSAML2_IDP
+    elsewhere = [SamlIdp(PYSAML2_IDP, (key.certificate_pem,), recipients=("https://x.example",))]
+    with pytest.raises(ClaimsError, match=r"Recipient .* is not one of this server's recipients"):
+        verify_assertion(document, elsewhere, settings(), now)

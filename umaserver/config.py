@@ -64,6 +64,7 @@ class ClaimSettings:
     jwks_fetch_timeout: int = 5
     jwks_max_bytes: int = 64 * 1024
     jwks_refresh: int = 3600
+    id_token_max_lifetime: int = 86400
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,17 @@ class _Reader:
         if not value:  # leave the key out for the default; an empty list says nothing clear
             self.errors.append(f"{name}: must not be empty")
         return tuple(value)
+
+    def string_map(self, key: str) -> dict[str, str]:
+        """A table of non-empty strings by non-empty keys (`key = {"a" = "b"}`)."""
+        name = self._name(key)
+        value = self.table.pop(key, {})
+        if not isinstance(value, dict) or not all(
+            isinstance(v, str) and v and k for k, v in value.items()
+        ):
+            self.errors.append(f"{name}: must be a table of non-empty strings")
+            return {}
+        return dict(value)
 
     def tables(self, key: str) -> list[_Reader]:
         """An array of tables (`[[key]]`), one reader each."""
@@ -234,11 +246,12 @@ def _saml_idp(reader: _Reader, base: Path) -> SamlIdp | None:
     )
     attributes = reader.strings("attributes")
     name_id_as_sub = reader.take("name_id_as_sub", bool, True)
+    recipients = reader.strings("recipients")
     reader.finish()
     if not entity_id or not pems or not all(pems):
         return None
     try:
-        return SamlIdp(entity_id, pems, attributes, name_id_as_sub)
+        return SamlIdp(entity_id, pems, attributes, name_id_as_sub, recipients)
     except ValueError as error:
         reader.errors.append(f"{reader.where}: {error}")
         return None
@@ -246,19 +259,21 @@ def _saml_idp(reader: _Reader, base: Path) -> SamlIdp | None:
 
 def _oidc_issuer(reader: _Reader, base: Path) -> OidcIssuer | None:
     issuer = reader.take("issuer", str, check=_non_empty)
-    audiences = reader.strings("audiences", required=True)
+    client_audiences = reader.string_map("client_audiences")
+    audiences = reader.strings("audiences", required=not client_audiences)
     jwks_file = reader.take("jwks_file", str, "")
     jwks_uri = reader.take("jwks_uri", str, "")
     if bool(jwks_file) == bool(jwks_uri):
         reader.errors.append(f"{reader.where}: give exactly one of jwks_file and jwks_uri")
     algorithms = reader.strings("algorithms") or DEFAULT_ALGORITHMS
     reader.finish()
-    if not issuer or not audiences or bool(jwks_file) == bool(jwks_uri):
+    if not issuer or not (audiences or client_audiences) or bool(jwks_file) == bool(jwks_uri):
         return None
     try:
         return OidcIssuer(
             issuer=issuer,
             audiences=audiences,
+            client_audiences=client_audiences,
             jwks_file=(base / jwks_file).resolve() if jwks_file else None,
             jwks_uri=jwks_uri or None,
             algorithms=algorithms,
@@ -324,6 +339,9 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         ),
         jwks_max_bytes=section.take("jwks_max_bytes", int, ClaimSettings.jwks_max_bytes, _positive),
         jwks_refresh=section.take("jwks_refresh", int, ClaimSettings.jwks_refresh, _positive),
+        id_token_max_lifetime=section.take(
+            "id_token_max_lifetime", int, ClaimSettings.id_token_max_lifetime, _positive
+        ),
     )
     section.finish()
     saml_idps = [_saml_idp(reader, base) for reader in top.tables("saml_idps")]

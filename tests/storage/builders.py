@@ -142,9 +142,14 @@ def permission(
 
 
 def claim(
-    name: str, value: Any, claim_type: str = "custom", issuer: str = "idp", at: int = T
+    name: str,
+    value: Any,
+    claim_type: str = "custom",
+    issuer: str = "idp",
+    at: int = T,
+    subject: str | None = None,
 ) -> Claim:
-    return Claim(claim_type, name, value, issuer, "client-x", at)
+    return Claim(claim_type, name, value, issuer, "client-x", at, subject)
 
 
 def assertion_use(

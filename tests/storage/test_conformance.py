@@ -318,19 +318,48 @@ def by_name(claims: list[Any]) -> list[Any]:
     return sorted(claims, key=lambda c: (c.type, c.name, c.issuer))
 
 
-def test_claims_are_replaced_by_type_and_name_with_their_provenance(store: Storage) -> None:
+def test_claims_are_replaced_by_type_name_and_issuer_with_their_provenance(
+    store: Storage,
+) -> None:
     ticket = make_ticket(store)
     store.record_claims(
         ticket.digest,
         "bob",
-        [claim("email", "old@x.test", issuer="client-x"), claim("email", "oidc@x.test", "oidc")],
+        [
+            claim("email", "old@x.test", issuer="client-x"),
+            claim("email", "idp@x.test", issuer="https://idp.test", subject="bob-at-idp"),
+        ],
     )
     store.record_claims(ticket.digest, "bob", [])  # nothing to record: nothing changes
-    newer = claim("email", "new@x.test", issuer="https://idp.test", at=T + 9)
+    newer = claim("email", "new@x.test", issuer="https://idp.test", at=T + 9, subject="bob-2")
     store.record_claims(ticket.digest, "bob", (c for c in [newer, claim("age", 30)]))
+    # The client's own word stays beside the provider's; the provider's newer value (and its
+    # subject) replaced its older one.
     assert by_name(store.gathered_claims(ticket.digest, "bob")) == by_name(
-        [newer, claim("age", 30), claim("email", "oidc@x.test", "oidc")]
+        [newer, claim("age", 30), claim("email", "old@x.test", issuer="client-x")]
     )
+
+
+def test_forgetting_an_issuers_claims_takes_only_that_issuers_on_that_ticket_and_party(
+    store: Storage,
+) -> None:
+    ticket, other_ticket = make_ticket(store), make_ticket(store)
+    idp = [
+        claim("email", "bob@x.test", issuer="https://idp.test", subject="bob"),
+        claim("dept", "research", issuer="https://idp.test", subject="bob"),
+    ]
+    own = claim("nickname", "bobby", issuer="client-x")
+    other_idp = claim("email", "b@y.test", issuer="https://other.test", subject="bob")
+    store.record_claims(ticket.digest, "bob", [*idp, own, other_idp])
+    store.record_claims(ticket.digest, "carol", idp)
+    store.record_claims(other_ticket.digest, "bob", idp)
+
+    assert store.forget_issuer_claims(ticket.digest, "bob", "https://idp.test") == 2
+    assert store.forget_issuer_claims(ticket.digest, "bob", "https://idp.test") == 0
+
+    assert by_name(store.gathered_claims(ticket.digest, "bob")) == by_name([own, other_idp])
+    assert by_name(store.gathered_claims(ticket.digest, "carol")) == by_name(idp)
+    assert by_name(store.gathered_claims(other_ticket.digest, "bob")) == by_name(idp)
 
 
 def test_claims_are_never_shown_to_another_party_or_for_another_ticket(store: Storage) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,10 +37,18 @@ from joserfc.jwt import JWTClaimsRegistry
 
 from umaserver import strict_json
 from umaserver.claims.key_sets import KeySets
-from umaserver.claims.model import OIDC_TYPE, Claim, ClaimsError, ClaimsUnavailable
+from umaserver.claims.model import (
+    OIDC_TYPE,
+    Assertion,
+    Claim,
+    ClaimsError,
+    ClaimsUnavailable,
+    VerifiedClaims,
+)
 from umaserver.claims.oidc_issuers import SUPPORTED_ALGORITHMS, OidcIssuer
 
 MAX_ID_TOKEN_LENGTH = 16 * 1024
+DEFAULT_MAX_LIFETIME = 86400
 
 #: Claims that describe the token rather than the requesting party; they are checked here and
 #: never handed to the rule engine. `acr`, `amr` and `auth_time` say how the party signed in,
@@ -76,6 +86,14 @@ def _shown(value: str) -> str:
     return repr(value[:_SHOWN_LENGTH])
 
 
+def _number(value: Any) -> str:
+    """A NumericDate for an error description, however large (Python will not print an int of
+    thousands of digits)."""
+    if isinstance(value, int | float) and abs(value) < 10**15:
+        return str(value)
+    return "a number out of range"
+
+
 def _decode_segment(segment: str, part: str) -> dict[str, Any]:
     try:
         raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
@@ -91,8 +109,13 @@ def verify_id_token(
     *,
     now: int,
     skew: int = 120,
+    client_id: str | None = None,
+    max_lifetime: int = DEFAULT_MAX_LIFETIME,
 ) -> dict[str, Any]:
     """Verify an ID token (OpenID Connect Core 1.0, 3.1.3.7) and return its claims.
+
+    `client_id` is the client pushing it: when the issuer's `client_audiences` names it, the token
+    must be addressed to that client's id at the provider. `max_lifetime` caps `exp - iat`.
 
     Raises ClaimsError naming the check that failed, or ClaimsUnavailable when the issuer's keys
     we hold may be out of date (a fetch is pending): the client may send the token again later.
@@ -139,7 +162,9 @@ def verify_id_token(
         )
 
     claims = _verify_signature(unverified_token, alg, kid, key_set, issuer, key_sets)
-    _validate_claims(claims, issuer, now=now, skew=skew)
+    _validate_claims(
+        claims, issuer, now=now, skew=skew, client_id=client_id, max_lifetime=max_lifetime
+    )
     return claims
 
 
@@ -172,7 +197,7 @@ def _verify_signature(
             raise _refuse("its payload is not a JSON object") from error
     # Perhaps the provider rolled its keys over (with or without kids): have them fetched again,
     # outside this request.
-    retry_after = key_sets.request_refresh(issuer.issuer)
+    retry_after = key_sets.request_refresh(issuer.issuer, None if named else kid or "")
     if not named:
         missing = f"issuer {issuer.issuer!r} has no key with kid {_shown(kid or '')}"
         if retry_after is not None:
@@ -181,13 +206,30 @@ def _verify_signature(
     raise _refuse(f"its signature does not verify with the keys of issuer {issuer.issuer!r}")
 
 
-def _validate_claims(claims: dict[str, Any], issuer: OidcIssuer, *, now: int, skew: int) -> None:
+def _validate_claims(
+    claims: dict[str, Any],
+    issuer: OidcIssuer,
+    *,
+    now: int,
+    skew: int,
+    client_id: str | None = None,
+    max_lifetime: int = DEFAULT_MAX_LIFETIME,
+) -> None:
+    # A client listed in `client_audiences` has one audience of its own at the provider: a token
+    # issued to another client of ours (or to anyone else) is not its to push.
+    own = issuer.client_audiences.get(client_id) if client_id is not None else None
+    accepted = [own] if own is not None else list(issuer.audiences)
+    if not accepted:  # an empty list would mean "any audience" to the registry
+        raise _refuse(
+            f"issuer {issuer.issuer!r} accepts tokens only for the clients of its"
+            " 'client_audiences', and not this one"
+        )
     registry = JWTClaimsRegistry(
         now=now,
         leeway=skew,
         iss={"essential": True, "value": issuer.issuer},
         sub={"essential": True},
-        aud={"essential": True, "values": list(issuer.audiences)},
+        aud={"essential": True, "values": accepted},
         exp={"essential": True},
         iat={"essential": True},
     )
@@ -197,10 +239,18 @@ def _validate_claims(claims: dict[str, Any], issuer: OidcIssuer, *, now: int, sk
         raise _refuse(f"required claims missing: {error.claim}") from error
     except ExpiredTokenError as error:
         raise _refuse(
-            f"it expired at {claims['exp']} (now {now}, allowed clock skew {skew} s)"
+            f"it expired at {_number(claims['exp'])} (now {now}, allowed clock skew {skew} s)"
         ) from error
     except InvalidClaimError as error:
         raise _refuse(_invalid_claim_reason(error.claim, claims, now=now, skew=skew)) from error
+    if not isinstance(claims["sub"], str) or not claims["sub"]:
+        raise _refuse("its subject 'sub' is not a non-empty string")
+    # Replay is detected by remembering a token until it expires: a token living for ever would
+    # be forgotten while still good. NumericDates are finite numbers here (the registry checked).
+    if claims["exp"] - claims["iat"] > max_lifetime:
+        raise _refuse(
+            f"it lives longer than {max_lifetime} s from 'iat' to 'exp' (the accepted lifetime)"
+        )
 
     # OpenID Connect Core 1.0, 3.1.3.7: with several audiences an "azp" should be present, and
     # when present it must be our client; otherwise a token issued to another party, which
@@ -209,18 +259,21 @@ def _validate_claims(claims: dict[str, Any], issuer: OidcIssuer, *, now: int, sk
     azp = claims.get("azp")
     if isinstance(audiences, list) and len(audiences) > 1 and azp is None:
         raise _refuse("it has several audiences and no 'azp'")
-    if azp is not None and azp not in issuer.audiences:
+    if azp is not None and azp not in accepted:
         raise _refuse("its authorized party 'azp' is not an accepted audience")
 
 
 def _invalid_claim_reason(name: str, claims: dict[str, Any], *, now: int, skew: int) -> str:
     value = claims.get(name)
     if name == "aud":
-        return "its audience 'aud' names none of the accepted audiences"
+        return "its audience 'aud' names none of the accepted audiences (for this client)"
     if name == "iat" and isinstance(value, int | float) and not isinstance(value, bool):
-        return f"it was issued in the future (iat {value}, now {now}, allowed clock skew {skew} s)"
+        return (
+            f"it was issued in the future (iat {_number(value)}, now {now},"
+            f" allowed clock skew {skew} s)"
+        )
     if name == "nbf" and isinstance(value, int | float) and not isinstance(value, bool):
-        return f"it is not valid yet (nbf {value}, now {now}, allowed clock skew {skew} s)"
+        return f"it is not valid yet (nbf {_number(value)}, now {now}, allowed clock skew {skew} s)"
     if name == "iss":
         return "its issuer 'iss' does not match"
     return f"claim {name!r} is invalid"
@@ -234,22 +287,53 @@ def oidc_claims(
     client_id: str,
     now: int,
     skew: int = 120,
+    max_lifetime: int = DEFAULT_MAX_LIFETIME,
 ) -> list[Claim]:
-    """The claims of one `claim-client-claims-oidc-1.0` value.
+    """The claims of one `claim-client-claims-oidc-1.0` value (see `oidc_value`)."""
+    verified = oidc_value(
+        value,
+        issuers=issuers,
+        key_sets=key_sets,
+        client_id=client_id,
+        now=now,
+        skew=skew,
+        max_lifetime=max_lifetime,
+    )
+    return list(verified.claims)
+
+
+def oidc_value(
+    value: Mapping[str, Any],
+    *,
+    issuers: Sequence[OidcIssuer],
+    key_sets: KeySets,
+    client_id: str,
+    now: int,
+    skew: int = 120,
+    max_lifetime: int = DEFAULT_MAX_LIFETIME,
+) -> VerifiedClaims:
+    """The claims of one `claim-client-claims-oidc-1.0` value, and its ID token to remember.
 
     Plain members are the pushing client's word (issuer = the client). The claims of a verified
-    `id_token` are the provider's word (issuer = its `iss`), without the token's bookkeeping
-    claims. Raises ClaimsError when the ID token is refused, ClaimsUnavailable when it cannot be
-    checked now.
+    `id_token` are the provider's word (issuer = its `iss`, subject = its `sub`), without the
+    token's bookkeeping claims; the token is remembered against replay as a SAML assertion is, by
+    issuer and `jti`, else by a digest of the token. Raises ClaimsError when the ID token is
+    refused, ClaimsUnavailable when it cannot be checked now.
     """
     verified = (
-        verify_id_token(value["id_token"], issuers, key_sets, now=now, skew=skew)
+        verify_id_token(
+            value["id_token"],
+            issuers,
+            key_sets,
+            now=now,
+            skew=skew,
+            client_id=client_id,
+            max_lifetime=max_lifetime,
+        )
         if "id_token" in value
         else None
     )
 
-    # Order matters: a later claim of the same type and name replaces an earlier one, so the
-    # provider's verified value, listed after the client's plain members, wins over them.
     claims = [
         Claim(
             type=OIDC_TYPE,
@@ -262,18 +346,34 @@ def oidc_claims(
         for name, member in value.items()
         if name != "id_token"
     ]
-    if verified is not None:
-        provider = verified["iss"]
-        claims.extend(
-            Claim(
-                type=OIDC_TYPE,
-                name=name,
-                value=member,
-                issuer=provider,
-                client_id=client_id,
-                gathered_at=now,
-            )
-            for name, member in verified.items()
-            if name not in TOKEN_BOOKKEEPING_CLAIMS
+    if verified is None:
+        return VerifiedClaims(tuple(claims))
+    provider = verified["iss"]
+    subject = verified["sub"]
+    claims.extend(
+        Claim(
+            type=OIDC_TYPE,
+            name=name,
+            value=member,
+            issuer=provider,
+            client_id=client_id,
+            gathered_at=now,
+            subject=subject,
         )
-    return claims
+        for name, member in verified.items()
+        if name not in TOKEN_BOOKKEEPING_CLAIMS
+    )
+    jti = verified.get("jti")
+    if isinstance(jti, str) and jti:
+        token_id = f"jti:{jti}"
+    else:
+        token_id = "sha256:" + hashlib.sha256(value["id_token"].encode("ascii")).hexdigest()
+    # exp is at most iat + max_lifetime and iat is not in the future: a bounded number.
+    token = Assertion(
+        provider,
+        token_id,
+        math.ceil(verified["exp"]) + skew,
+        subject=subject,
+        kind="ID token",
+    )
+    return VerifiedClaims(tuple(claims), (token,))

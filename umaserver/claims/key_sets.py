@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("umaserver.keys")
 
 
+#: How many unknown kids are remembered per issuer (tokens name whatever they like).
+MAX_ASKED_KIDS = 256
+
+
 class JwksError(ValueError):
     """A JWK set could not be read, fetched or used; the message says why."""
 
@@ -58,6 +62,8 @@ class KeySets:
         self._last_attempt: dict[str, float] = {}
         self._fetched_at: dict[str, float] = {}
         self._due: dict[str, float] = {}
+        # By issuer: the kids tokens named that we lacked, with when each was first asked for.
+        self._asked: dict[str, dict[str, float]] = {}
         self._stopping = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -82,13 +88,16 @@ class KeySets:
         for issuer, uri in self._uris.items():
             self._refresh(issuer, uri)
 
-    def request_refresh(self, issuer: str) -> int | None:
+    def request_refresh(self, issuer: str, kid: str | None = None) -> int | None:
         """Ask the background thread to fetch `issuer`'s keys early, as soon as the retry
         interval since its last attempt allows (a token named a key we do not know).
 
-        Returns the seconds until that fetch when it may bring keys we lack: we have none, or
-        ours are older than the retry interval. None when ours are fresher than that (they are
-        what the provider publishes now) or come from a file.
+        Returns the seconds until that fetch when it may bring keys we lack, else None (the keys
+        come from a file, or are what the provider publishes now). Without `kid`: when we have no
+        keys, or ours are older than the retry interval. With the `kid` a token named: until a
+        fetch begun after that kid was first asked for has come back without it (a provider may
+        publish a new key just before signing with it, so keys fetched a moment ago may lack it);
+        after the retry interval it may be asked for again.
         """
         with self._lock:
             if issuer not in self._due:
@@ -96,10 +105,22 @@ class KeySets:
             now = time.monotonic()
             earliest = self._last_attempt.get(issuer, -math.inf) + self._retry_interval
             self._due[issuer] = min(self._due[issuer], earliest)
-            fresh = now - self._fetched_at.get(issuer, -math.inf) < self._retry_interval
+            fetched = self._fetched_at.get(issuer, -math.inf)
             wait = self._due[issuer] - now
+            if kid is None:
+                hopeless = now - fetched < self._retry_interval
+            else:
+                asked = self._asked.setdefault(issuer, {})
+                first = asked.get(kid)
+                answered = first is not None and fetched > first
+                hopeless = answered and now - fetched < self._retry_interval
+                if not hopeless and (first is None or answered):
+                    asked.pop(kid, None)
+                    asked[kid] = now
+                    while len(asked) > MAX_ASKED_KIDS:  # forget the oldest: memory stays bounded
+                        del asked[next(iter(asked))]
         self._wake.set()
-        return None if fresh else math.ceil(max(1.0, wait))
+        return None if hopeless else math.ceil(max(1.0, wait))
 
     def start(self) -> None:
         """Start the one background thread that fetches and refreshes every `jwks_uri`;

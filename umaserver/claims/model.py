@@ -22,7 +22,8 @@ class Claim:
     `type` is the claim type of the claim object it arrived in (a deployment's custom type,
     `claim-client-claims-oidc-1.0`, `claim-client-assertion-saml-1.0`); `issuer` is who vouches for it:
     the pushing client's id for plain pushed claims, the identity provider's entity id or OIDC issuer
-    for verified ones.
+    for verified ones. `subject` is whom a verified claim is about at that issuer (the ID token's
+    `sub`, the assertion's NameID); None for a client's plain word.
     """
 
     type: str
@@ -31,6 +32,7 @@ class Claim:
     issuer: str
     client_id: str
     gathered_at: int
+    subject: str | None = None
 
 
 class ClaimsError(Exception):
@@ -71,13 +73,16 @@ class Verifiers(Protocol):
 
 @dataclass(frozen=True)
 class Assertion:
-    """A verified assertion whose ID must be remembered against replay."""
+    """A verified SAML assertion or ID token whose ID must be remembered against replay, and whom
+    it is about (`subject` at `issuer`: the NameID, or the ID token's `sub`)."""
 
     issuer: str
     assertion_id: str
     expires_at: int
     # SAML <OneTimeUse/>: accepted once at all, not once per ticket and requesting party.
     one_time: bool = False
+    subject: str | None = None
+    kind: str = "SAML assertion"  # how refusals name it: "SAML assertion" or "ID token"
 
 
 @dataclass(frozen=True)
@@ -142,10 +147,11 @@ def read_claim_objects(
             "claim_objects_per_request",
             bounds.claim_objects_per_request,
         )
-    # A later claim of the same type and name replaces an earlier one, as a re-push in a later
-    # request does: within one OIDC value the verified ID token's claims come after the plain
-    # members, so the provider's word wins over the client's for the same name.
-    claims: dict[tuple[str, str], Claim] = {}
+    # A later claim of the same type, name and issuer replaces an earlier one, as a re-push in a
+    # later request does. Evidence speaks of one person: one request may carry the word of an
+    # issuer about one subject only.
+    claims: dict[tuple[str, str, str], Claim] = {}
+    subjects: dict[str, str] = {}
     assertions: list[Assertion] = []
     for index, claim_object in enumerate(unverified):
         claim_type = claim_object["type"]
@@ -177,9 +183,19 @@ def read_claim_objects(
                 )
             )
         _check_values(index, verified.claims, bounds)
+        for assertion in verified.assertions:
+            if assertion.subject is None:
+                continue
+            known = subjects.setdefault(assertion.issuer, assertion.subject)
+            if known != assertion.subject:
+                raise ClaimsError(
+                    f"claims[{index}]: this request carries claims of {assertion.issuer!r} about"
+                    " two different subjects; send the claims of one person only"
+                )
         for claim in verified.claims:
-            claims.pop((claim.type, claim.name), None)  # keep the order of arrival
-            claims[(claim.type, claim.name)] = claim
+            key = (claim.type, claim.name, claim.issuer)
+            claims.pop(key, None)  # keep the order of arrival
+            claims[key] = claim
         assertions.extend(verified.assertions)
     return VerifiedClaims(tuple(claims.values()), tuple(assertions))
 

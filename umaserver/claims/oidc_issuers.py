@@ -8,8 +8,10 @@ signature algorithms allowed, and where its keys come from. `key_sets` holds the
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from urllib.parse import urlsplit
 
 from joserfc.jwk import KeySet
@@ -50,6 +52,10 @@ class OidcIssuer:
     jwks_file: Path | None = None
     jwks_uri: str | None = None
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
+    # Our client_id -> that client's id at the provider: a token pushed by a listed client must be
+    # addressed to that id (and, with several audiences, authorized to it by `azp`). Clients not
+    # listed are held to `audiences`.
+    client_audiences: Mapping[str, str] = field(default_factory=dict, hash=False)
     # The keys of `jwks_file`, read when the configuration is, so that a missing or broken file
     # is reported with every other configuration error.
     file_keys: KeySet | None = field(default=None, init=False, repr=False, compare=False)
@@ -63,8 +69,21 @@ class OidcIssuer:
         if isinstance(audiences, str):
             raise ValueError(f"'audiences' of OIDC issuer {name} must be a list of strings")
         object.__setattr__(self, "audiences", tuple(self.audiences))
-        if not self.audiences or not all(isinstance(a, str) and a for a in self.audiences):
-            raise ValueError(f"OIDC issuer {name} needs at least one non-empty audience")
+        if not all(isinstance(a, str) and a for a in self.audiences):
+            raise ValueError(f"'audiences' of OIDC issuer {name} must be non-empty strings")
+        pairs: object = self.client_audiences
+        if not isinstance(pairs, Mapping) or not all(
+            isinstance(ours, str) and ours and isinstance(theirs, str) and theirs
+            for ours, theirs in pairs.items()
+        ):
+            raise ValueError(
+                f"'client_audiences' of OIDC issuer {name} must map client ids to non-empty strings"
+            )
+        object.__setattr__(self, "client_audiences", MappingProxyType(dict(pairs)))
+        if not self.audiences and not self.client_audiences:
+            raise ValueError(
+                f"OIDC issuer {name} needs at least one non-empty audience (or client_audiences)"
+            )
         algorithms: object = self.algorithms
         if isinstance(algorithms, str):
             raise ValueError(f"'algorithms' of OIDC issuer {name} must be a list of strings")

@@ -1,16 +1,16 @@
 """Verification of pushed SAML 2.0 assertions (claim type `claim-client-assertion-saml-1.0`).
 
 A client pushes `{"saml_assertion": "<base64>"}`: a signed `saml:Assertion`, or a `samlp:Response`
-holding exactly one Assertion, signed on the Assertion or on the Response. The assertion is verified
-against the identity providers of the configuration and its attributes become claims issued by that
-provider. Plain Python: no Flask, no database. Replay detection (remembering assertion IDs until
+holding exactly one Assertion, signed on the Assertion, on the Response, or on both ("sign both").
+The assertion is verified against the identity providers of the configuration and its attributes
+become claims issued by that provider, about the subject its NameID names. Plain Python: no Flask, no database. Replay detection (remembering assertion IDs until
 `expires_at`, and refusing a `one_time` assertion a second time) is the caller's job.
 
 The order of the checks matters. The document is parsed with a hardened parser before anything
 else looks at it; its shape is checked strictly enough that signature wrapping has nowhere to hide
-(one Assertion, one Signature, a direct child of the element it signs, one Reference naming that
-element's unique ID); the unverified Issuer only chooses which certificates to try; and everything
-after the signature is read from the XML that signxml returns as signed, never from the document.
+(one Assertion; one Signature, or one on the Response and one on its Assertion; each a direct
+child of the element it signs, with one Reference naming that element's unique ID); the unverified
+Issuer only chooses which certificates to try; and everything after the signature is read from the XML that signxml returns as signed, never from the document.
 """
 
 from __future__ import annotations
@@ -82,6 +82,8 @@ class SamlIdp:
     certificates: tuple[str, ...]
     attributes: tuple[str, ...] = ()
     name_id_as_sub: bool = True
+    # When given, a bearer SubjectConfirmationData must name one of these as its Recipient.
+    recipients: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.entity_id:
@@ -133,6 +135,9 @@ class VerifiedAssertion:
     expires_at: int
     attributes: dict[str, Any]
     one_time: bool
+    # Whom it is about at its issuer: the NameID; an assertion without one is about a subject of
+    # its own (named by its ID), so that it never combines with another.
+    subject: str = ""
 
 
 def _refuse(reason: str) -> ClaimsError:
@@ -168,10 +173,16 @@ def verify_assertion(
     if idp is None:
         raise _refuse(f"unknown identity provider {_quoted(unverified_issuer)}")
 
-    signed = _verify_signature(root, signed_element, idp, settings, now)
+    signed = _verify_signatures(root, signed_element, idp, settings, now)
 
     # From here on, only the signed XML is read.
-    if signed.tag == ASSERTION:
+    if isinstance(signed, tuple):  # both signed: the Response's status, the Assertion's word
+        signed_response, assertion = signed
+        _check_response(signed_response, idp)
+        held = signed_response.findall("saml:Assertion", _NS)
+        if len(held) != 1 or held[0].get("ID") != assertion.get("ID"):
+            raise _refuse("the signed Response does not hold the signed Assertion")
+    elif signed.tag == ASSERTION:
         assertion = signed
         if root.tag == RESPONSE:
             _check_response(root, idp)  # unsigned, so it can only add refusals
@@ -194,6 +205,7 @@ def assertion_claims(verified: VerifiedAssertion, client_id: str, gathered_at: i
             issuer=verified.issuer,
             client_id=client_id,
             gathered_at=gathered_at,
+            subject=verified.subject,
         )
         for name, value in verified.attributes.items()
     ]
@@ -274,7 +286,8 @@ def _parse(document: bytes) -> etree._Element:
 
 
 def _check_shape(root: etree._Element) -> etree._Element:
-    """Check the document's structure and return the element the one signature must sign.
+    """Check the document's structure and return the element the signature must sign (the
+    Response when both it and its Assertion are signed; `_verify_signatures` checks both).
 
     Signature wrapping works by making the verifier check one element and the application read
     another. Each rule here leaves one fewer place for a second Assertion or a displaced signature.
@@ -300,12 +313,26 @@ def _check_shape(root: etree._Element) -> etree._Element:
     signatures = list(root.iter(SIGNATURE))
     if not signatures:
         raise _refuse("the document is not signed")
-    if len(signatures) != 1:
+    # "Sign both" (Azure AD, ADFS, Okta): a Response signed, holding an Assertion signed too. Each
+    # signature must then be a direct child of its own element and cover exactly that element.
+    sign_both = (
+        root.tag == RESPONSE
+        and len(signatures) == 2
+        and {signature.getparent() for signature in signatures} == {root, assertion}
+    )
+    if len(signatures) != 1 and not sign_both:
         raise _refuse(
             f"the document must hold exactly one Signature, it holds {len(signatures)} "
-            "(the IdP must sign either the Response or the Assertion, not both)"
+            "(the IdP signs the Response, the Assertion, or each of them once)"
         )
-    signature = signatures[0]
+    signed_elements = [_check_signature(signature, root, assertion) for signature in signatures]
+    return signed_elements[0] if len(signed_elements) == 1 else root
+
+
+def _check_signature(
+    signature: etree._Element, root: etree._Element, assertion: etree._Element
+) -> etree._Element:
+    """Check where one signature sits and what it names; return the element it must sign."""
     signed_element = signature.getparent()
     if signed_element is not assertion and signed_element is not root:
         raise _refuse("the Signature is not a direct child of the Assertion or the Response")
@@ -363,6 +390,37 @@ def _signature_configuration(
 _VERIFY_ERRORS = (SignXMLException, etree.LxmlError, ValueError, KeyError, TypeError)
 
 
+def _verify_signatures(
+    root: etree._Element,
+    signed_element: etree._Element,
+    idp: SamlIdp,
+    settings: SamlSettings,
+    now: int,
+) -> etree._Element | tuple[etree._Element, etree._Element]:
+    """Verify the signature of `signed_element`; return the signed XML (only it). When the
+    Response and its Assertion are both signed, both must verify with one certificate of the IdP:
+    the signed Response and the signed Assertion are returned."""
+    assertion = root.find("saml:Assertion", _NS)
+    both = (
+        signed_element is root
+        and assertion is not None
+        and assertion.find("ds:Signature", _NS) is not None
+    )
+    if not both:
+        return _verify_signature(root, signed_element, idp, settings, now)
+    assert assertion is not None
+    for certificate in idp.certificates:
+        one = replace(idp, certificates=(certificate,))
+        try:
+            signed_response = _verify_signature(root, root, one, settings, now)
+        except ClaimsError:
+            continue  # another certificate may have made both (key rollover)
+        return signed_response, _verify_signature(root, assertion, one, settings, now)
+    # None verifies the Response: refuse as for any signature, naming why.
+    _verify_signature(root, root, idp, settings, now)
+    raise _refuse(f"signature does not verify against the certificates of {idp.entity_id}")
+
+
 def _verify_signature(
     root: etree._Element,
     signed_element: etree._Element,
@@ -370,7 +428,8 @@ def _verify_signature(
     settings: SamlSettings,
     now: int,
 ) -> etree._Element:
-    """Verify the one signature with the IdP's certificates; return the signed XML (only it)."""
+    """Verify the signature of `signed_element` with the IdP's certificates; return the signed XML
+    (only it)."""
     signed_info = signed_element.find("ds:Signature/ds:SignedInfo", _NS)
     if signed_info is None:
         raise _refuse("the signature has no SignedInfo")
@@ -496,7 +555,7 @@ def _read_assertion(
     conditions_bound = _check_window(conditions[0], "Conditions", now, settings.clock_skew)
     _check_audience(conditions[0], settings.audience)
 
-    bearer_bounds = _check_subject_confirmation(assertion, now, settings.clock_skew)
+    bearer_bounds = _check_subject_confirmation(assertion, idp, now, settings.clock_skew)
     # Replay detection remembers an ID only until the assertion expires; one that never expires
     # could be replayed once it is forgotten. It expires when its Conditions do, or when every
     # bearer window has (see VerifiedAssertion).
@@ -505,10 +564,12 @@ def _read_assertion(
     bounds = [b for b in (conditions_bound, *bearer_bounds) if b is not None]
 
     attributes = _attributes(assertion, idp)
-    if idp.name_id_as_sub:
-        name_id = assertion.find("saml:Subject/saml:NameID", _NS)
-        if name_id is not None and name_id.text and name_id.text.strip():
-            attributes["sub"] = name_id.text.strip()
+    name_id = assertion.find("saml:Subject/saml:NameID", _NS)
+    subject = f"(no NameID: assertion {assertion_id})"
+    if name_id is not None and name_id.text and name_id.text.strip():
+        subject = name_id.text.strip()
+        if idp.name_id_as_sub:
+            attributes["sub"] = subject
     return VerifiedAssertion(
         assertion_id=assertion_id,
         issuer=idp.entity_id,
@@ -517,17 +578,20 @@ def _read_assertion(
         # saml-core 2.5.1.5: OneTimeUse "indicates that the assertion SHOULD be used immediately
         # by the relying party and MUST NOT be retained for future use".
         one_time=conditions[0].find("saml:OneTimeUse", _NS) is not None,
+        subject=subject,
     )
 
 
 def _check_subject_confirmation(
-    assertion: etree._Element, now: int, skew: int
+    assertion: etree._Element, idp: SamlIdp, now: int, skew: int
 ) -> list[float | None]:
     """Check that a bearer SubjectConfirmation holds; return every bearer NotOnOrAfter (or None).
 
     The client pushing the assertion proves nothing about the subject, so only bearer confirmations
     can be satisfied here: holder-of-key and sender-vouches need a proof this server never sees.
-    An assertion without any SubjectConfirmation is accepted on its Conditions alone.
+    An assertion without any SubjectConfirmation is accepted on its Conditions alone. When the
+    provider's `recipients` are configured, a bearer confirmation holds only with one of them as
+    its Recipient.
     """
     confirmations = assertion.findall("saml:Subject/saml:SubjectConfirmation", _NS)
     bearers = [c for c in confirmations if c.get("Method") == BEARER]
@@ -541,11 +605,21 @@ def _check_subject_confirmation(
         data = bearer.find("saml:SubjectConfirmationData", _NS)
         if data is None:
             bounds.append(None)
+            if idp.recipients:
+                refusals.append(_refuse("the bearer SubjectConfirmation names no Recipient"))
             continue
         # One that does not hold now may hold later: every bound counts for expires_at.
         bounds.append(_instant(data, "NotOnOrAfter"))
         try:
             _check_window(data, "bearer SubjectConfirmationData", now, skew)
+            recipient = data.get("Recipient")
+            if idp.recipients and recipient is None:
+                raise _refuse("the bearer SubjectConfirmationData names no Recipient")
+            if idp.recipients and recipient not in idp.recipients:
+                raise _refuse(
+                    f"the bearer SubjectConfirmationData's Recipient {_quoted(str(recipient))}"
+                    " is not one of this server's recipients"
+                )
         except ClaimsError as refused:
             refusals.append(refused)
     # saml-core 2.4.1: "If more than one subject confirmation is provided, then satisfying any one

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..config import Config
-from .id_tokens import oidc_claims
+from .id_tokens import oidc_value
 from .key_sets import KeySets
 from .model import OIDC_TYPE, SAML_TYPE, Assertion, ClaimsError, VerifiedClaims
 from .saml import SamlSettings, assertion_claims, verify_assertion
@@ -53,20 +53,21 @@ class ConfiguredVerifiers:
                     verified.assertion_id,
                     verified.expires_at,
                     one_time=verified.one_time,
+                    subject=verified.subject,
                 ),
             ),
         )
 
     def oidc(self, value: Mapping[str, Any], client_id: str, now: int) -> VerifiedClaims:
-        claims = oidc_claims(
+        return oidc_value(
             value,
             issuers=self.config.oidc_issuers,
             key_sets=self.key_sets,
             client_id=client_id,
             now=now,
             skew=self.config.claims.clock_skew,
+            max_lifetime=self.config.claims.id_token_max_lifetime,
         )
-        return VerifiedClaims(tuple(claims))
 
     def issuers(self, claim_type: str) -> tuple[str, ...]:
         if claim_type == SAML_TYPE:

@@ -8,6 +8,7 @@ Plain Python over plain data: no Flask, no database, no logging. Explanations ma
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -157,15 +158,11 @@ def decide(
     requested scope (all or nothing); else ask for the claims of the nearest rule this client could
     still satisfy; else deny."""
     requested = tuple(dict.fromkeys(scopes))
-    by_name: dict[str, list[Claim]] = {}
-    for claim in claims:
-        by_name.setdefault(claim.name, []).append(claim)
-
     owned = rules.rules_for(owner)
     evaluations: dict[int, _Evaluation] = {}
     for index, rule in enumerate(owned):
         if rule.resource_sets.covers(resource_set):
-            evaluations[index] = _evaluate(index, rule, by_name, can_supply)
+            evaluations[index] = _evaluate(index, rule, claims, can_supply)
     # Kept, not yet turned into reasons: the authorization endpoint never asks for them.
     explanation = _Explanation(owned, evaluations, resource_set, requested)
     covering = list(evaluations.values())
@@ -226,7 +223,53 @@ def decide(
     )
 
 
+# How many ways of choosing one subject per issuer a rule is evaluated in at most. The service
+# stores one subject per issuer per ticket, so there is one way unless claims of several people
+# reach `decide` some other way.
+MAX_SUBJECT_CHOICES = 64
+
+
 def _evaluate(
+    index: int,
+    rule: Rule,
+    claims: Sequence[Claim],
+    can_supply: Collection[tuple[str, str]],
+) -> _Evaluation:
+    """Evidence speaks of one person: the conditions of one rule that name an issuer are checked
+    against the claims of one subject of that issuer (an ID token's `sub`, an assertion's NameID;
+    none for a client's plain word). When the claims hold the word of one issuer about several
+    subjects, the rule is evaluated once per choice of subject, and holds when it holds for one."""
+    named = {issuer for condition in rule.conditions for issuer in condition.issuers or ()}
+    subjects: dict[str, dict[str | None, None]] = {}
+    for claim in claims:
+        if claim.issuer in named:
+            subjects.setdefault(claim.issuer, {})[claim.subject] = None
+    split = {issuer: tuple(found) for issuer, found in subjects.items() if len(found) > 1}
+    best: _Evaluation | None = None
+    choices = itertools.islice(itertools.product(*split.values()), MAX_SUBJECT_CHOICES)
+    for choice in choices:
+        chosen = dict(zip(split, choice, strict=True))
+        by_name: dict[str, list[Claim]] = {}
+        for claim in claims:
+            if chosen.get(claim.issuer, claim.subject) == claim.subject:
+                by_name.setdefault(claim.name, []).append(claim)
+        evaluation = _evaluate_on(index, rule, by_name, can_supply)
+        if evaluation.holds:
+            return evaluation
+        if best is None or _nearer(evaluation, best):
+            best = evaluation
+    assert best is not None  # product() yields at least one (empty) choice
+    return best
+
+
+def _nearer(evaluation: _Evaluation, other: _Evaluation) -> bool:
+    return (not evaluation.reachable, len(evaluation.missing)) < (
+        not other.reachable,
+        len(other.missing),
+    )
+
+
+def _evaluate_on(
     index: int,
     rule: Rule,
     by_name: Mapping[str, list[Claim]],

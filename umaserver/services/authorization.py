@@ -12,6 +12,7 @@ of a well-formed request, grant, need_claims or deny, is returned as one `Outcom
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,7 +27,7 @@ from ..claims.model import (
     read_claim_objects,
 )
 from ..config import Lifetimes, Limits
-from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
+from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable, echo
 from ..policy.decision import NeededClaim
 from ..policy.rules import RuleSet
 from ..storage import Storage
@@ -91,6 +92,20 @@ def _within_ticket_bound(
         )
 
 
+def _keep_one_subject_per_issuer(
+    storage: Storage, ticket: str, party: str, assertions: Iterable[Assertion]
+) -> None:
+    """One subject per issuer per ticket: the word of an issuer about another subject than the
+    one it spoke of before on this ticket replaces everything that issuer said here before, so
+    claims about two people never combine. (`read_claim_objects` refused two in one request.)"""
+    stored: dict[str, set[str | None]] = {}
+    for claim in storage.gathered_claims(ticket, party):
+        stored.setdefault(claim.issuer, set()).add(claim.subject)
+    for issuer, subject in dict.fromkeys((a.issuer, a.subject) for a in assertions):
+        if subject is not None and stored.get(issuer, {subject}) != {subject}:
+            storage.forget_issuer_claims(ticket, party, issuer)
+
+
 def request_authorization(
     storage: Storage,
     rules: RuleSet,
@@ -144,9 +159,10 @@ def request_authorization(
             )
             if collision is not None:  # raising rolls the whole request back
                 raise InvalidRequest(
-                    f"SAML assertion refused: the assertion {assertion.assertion_id!r} of"
-                    f" {assertion.issuer} was presented before (replay: {collision})."
+                    f"{assertion.kind} refused: the {assertion.kind} {echo(assertion.assertion_id)}"
+                    f" of {assertion.issuer} was presented before (replay: {collision})."
                 )
+        _keep_one_subject_per_issuer(storage, ticket.digest, party, pushed.assertions)
         _within_ticket_bound(storage, ticket.digest, party, pushed.claims, limits)
         storage.record_claims(ticket.digest, party, pushed.claims)
         requests = storage.count_ticket_request(ticket.digest)

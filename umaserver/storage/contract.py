@@ -118,8 +118,13 @@ class GatheredClaims(Protocol):
     def record_claims(
         self, ticket_digest: str, requesting_party: str, claims: Iterable[Claim]
     ) -> None:
-        """Stores each claim, replacing a stored one of the same type and name for this ticket
-        and requesting party."""
+        """Stores each claim with its subject, replacing a stored one of the same type, name and
+        issuer for this ticket and requesting party."""
+        ...
+
+    def forget_issuer_claims(self, ticket_digest: str, requesting_party: str, issuer: str) -> int:
+        """Forgets every claim this issuer vouched for on this ticket and requesting party (about
+        whichever subject); how many."""
         ...
 
     def gathered_claims(self, ticket_digest: str, requesting_party: str) -> list[Claim]:
@@ -129,8 +134,9 @@ class GatheredClaims(Protocol):
 
 class AssertionUses(Protocol):
     def record_assertion_use(self, use: AssertionUse, now: int) -> list[AssertionUse]:
-        """Records this use and returns the uses of the same assertion (issuer and ID) made
-        before it that have not expired at `now`. Of two uses with one ticket the first is kept."""
+        """Records this use and returns the uses of the same assertion or ID token (issuer and ID)
+        made before it that have not expired at `now`. Of two uses with one ticket the first is
+        kept."""
         ...
 
     def delete_assertion_uses_expired_before(self, moment: int, limit: int) -> int: ...

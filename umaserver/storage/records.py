@@ -101,8 +101,9 @@ class Permission:
 
 @dataclass(frozen=True)
 class AssertionUse:
-    """One acceptance of a verified assertion (by issuer and assertion ID): for which ticket and
-    requesting party, remembered until the assertion expires."""
+    """One acceptance of a verified SAML assertion or ID token (by issuer and its ID: the
+    assertion's ID; `jti:<jti>`, else `sha256:<digest of the token>`, for an ID token): for which
+    ticket and requesting party, remembered until it expires."""
 
     issuer: str
     assertion_id: str

@@ -90,21 +90,25 @@ CREATE TABLE IF NOT EXISTS permissions (
 CREATE INDEX IF NOT EXISTS permissions_by_resource_set ON permissions (resource_set_id);
 
 -- Claims gathered for one ticket about one requesting party, with their provenance. Never reused
--- for another ticket or party. A re-push of the same type and name replaces the value, whoever
--- vouches for it now: an earlier value never keeps counting beside a newer one.
+-- for another ticket or party. A re-push of the same type and name by the same issuer replaces the
+-- value: an earlier value never keeps counting beside a newer one. `subject` is whom a verified
+-- claim is about at its issuer (an ID token's sub, an assertion's NameID), NULL for a client's plain
+-- word; the service keeps one subject per issuer per ticket and party.
 CREATE TABLE IF NOT EXISTS gathered_claims (
     ticket_digest    TEXT NOT NULL REFERENCES tickets (digest) ON DELETE CASCADE,
     requesting_party TEXT NOT NULL,
     type             TEXT NOT NULL,
     name             TEXT NOT NULL,
     issuer           TEXT NOT NULL,
+    subject          TEXT,
     value            TEXT NOT NULL,                -- JSON
     client_id        TEXT NOT NULL,
     gathered_at      INTEGER NOT NULL,
-    PRIMARY KEY (ticket_digest, requesting_party, type, name)
+    PRIMARY KEY (ticket_digest, requesting_party, type, name, issuer)
 );
 
--- SAML assertion IDs already accepted, remembered until the assertion expires (replay detection).
+-- SAML assertion IDs and ID tokens already accepted, remembered until they expire (replay
+-- detection).
 CREATE TABLE IF NOT EXISTS seen_assertions (
     issuer           TEXT NOT NULL,
     assertion_id     TEXT NOT NULL,

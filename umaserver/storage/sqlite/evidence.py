@@ -21,9 +21,9 @@ class Evidence(Base):
         with self.transaction():
             self.conn.executemany(
                 "INSERT INTO gathered_claims (ticket_digest, requesting_party, type, name, issuer,"
-                " value, client_id, gathered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (ticket_digest, requesting_party, type, name) DO UPDATE"
-                " SET value = excluded.value, issuer = excluded.issuer,"
+                " subject, value, client_id, gathered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (ticket_digest, requesting_party, type, name, issuer) DO UPDATE"
+                " SET value = excluded.value, subject = excluded.subject,"
                 " client_id = excluded.client_id, gathered_at = excluded.gathered_at",
                 [
                     (
@@ -32,6 +32,7 @@ class Evidence(Base):
                         claim.type,
                         claim.name,
                         claim.issuer,
+                        claim.subject,
                         json.dumps(claim.value),
                         claim.client_id,
                         claim.gathered_at,
@@ -54,9 +55,17 @@ class Evidence(Base):
                 issuer=row["issuer"],
                 client_id=row["client_id"],
                 gathered_at=row["gathered_at"],
+                subject=row["subject"],
             )
             for row in rows
         ]
+
+    def forget_issuer_claims(self, ticket_digest: str, requesting_party: str, issuer: str) -> int:
+        return self._write(
+            "DELETE FROM gathered_claims WHERE ticket_digest = ? AND requesting_party = ?"
+            " AND issuer = ?",
+            (ticket_digest, requesting_party, issuer),
+        )
 
     # -- assertion uses (replay) ---------------------------------------------------------------
 
