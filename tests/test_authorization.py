@@ -13,6 +13,7 @@ from flask.testing import FlaskClient
 
 from umaserver import create_app
 from umaserver.config import Config
+from umaserver.services import maintenance
 
 from .conftest import (
     FakeClock,
@@ -384,6 +385,8 @@ def test_rpts_and_tickets_a_day_past_expiry_are_forgotten(
     clock.advance(lifetimes.ticket + 60)
     world.new_rpt()
     world.ticket()
+    assert stored_rpt(store, old_rpt) is not None  # requests never prune: the job does
+    maintenance.prune(store, clock.now())
     assert stored_rpt(store, old_rpt) is None
     assert stored_permissions(store, old_rpt) == []
     assert_error(world.ask(old_ticket, [doctor()]), 400, "invalid_ticket")

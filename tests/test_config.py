@@ -42,6 +42,7 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert config.limits.max_body_bytes == 1024 * 1024
     assert config.lifetimes.ticket == 300
     assert config.server.port == 8080
+    assert config.maintenance.prune_interval == 300
     assert config.url("/rs") == "https://uma.example/rs"
     assert SECRET not in repr(config)
 
@@ -77,6 +78,19 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
             ["lifetimes.ticket: must be an integer, not a string"],
         ),
         (GOOD + "server = 3\n", ["server: must be a table, not an integer"]),
+        (
+            GOOD + "[maintenance]\nprune_interval = 0\n",
+            ["maintenance.prune_interval: must be greater than 0"],
+        ),
+        (
+            GOOD + '[maintenance]\nprune_interval = "5m"\n',
+            ["maintenance.prune_interval: must be an integer, not a string"],
+        ),
+        (
+            GOOD + "[maintenance]\nprune_every = 60\n",
+            ["maintenance.prune_every: unknown key"],
+        ),
+        (GOOD + "maintenance = 1\n", ["maintenance: must be a table, not an integer"]),
         (
             "database = 3\n",
             [
@@ -118,6 +132,7 @@ def test_the_example_is_complete_but_has_no_secret(tmp_path: Path) -> None:
         write(tmp_path, text.replace('secret_key = ""', f'secret_key = "{SECRET}"'))
     )
     assert config.issuer == "http://127.0.0.1:8080"
+    assert config.maintenance.prune_interval == 300
 
 
 # -- claims, SAML identity providers, OpenID Connect issuers -------------------------------------

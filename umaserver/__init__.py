@@ -26,6 +26,7 @@ from .clock import Clock, SystemClock
 from .config import Config, load_config
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
+from .services.maintenance import PruneJob
 from .storage import open_storage, per_request, prepare_database
 
 __all__ = ["create_app"]
@@ -67,6 +68,10 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     verifiers.start()
     # The key-fetching thread ends with the app (tests build many apps in one process).
     weakref.finalize(app, verifiers.stop)
+    # Expired tokens, tickets and claims are forgotten on a thread of their own, never in a request.
+    pruning = PruneJob(lambda: open_storage(database), clock, config.maintenance.prune_interval)
+    pruning.start()
+    weakref.finalize(app, pruning.stop)
 
     error_responses.register_error_handlers(app)
     app.after_request(_no_store)

@@ -9,7 +9,6 @@ from .. import secrets_at_rest
 from ..errors import InvalidResourceSetId, InvalidScope
 from ..storage import Storage
 from ..storage.records import AccessToken, ResourceSet, Ticket
-from .maintenance import prune_tickets
 
 
 def create_resource_set(
@@ -39,17 +38,15 @@ def register_permission(
     if unknown:
         raise InvalidScope(f"The scope {unknown[0]!r} is not registered on this resource set.")
     ticket = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
-    with storage.transaction():
-        storage.add_ticket(
-            Ticket(
-                digest=secrets_at_rest.digest(ticket),
-                owner=pat.owner,
-                client_id=pat.client_id,
-                resource_set_id=resource_set.id,
-                scopes=tuple(dict.fromkeys(scopes)),
-                created_at=now,
-                expires_at=now + lifetime,
-            )
+    storage.add_ticket(
+        Ticket(
+            digest=secrets_at_rest.digest(ticket),
+            owner=pat.owner,
+            client_id=pat.client_id,
+            resource_set_id=resource_set.id,
+            scopes=tuple(dict.fromkeys(scopes)),
+            created_at=now,
+            expires_at=now + lifetime,
         )
-        prune_tickets(storage, now)
+    )
     return ticket
