@@ -24,6 +24,7 @@ from .conftest import (
     revoke_token,
     stored_permissions,
     stored_rpt,
+    stored_ticket,
 )
 from .flows import (
     EMPLOYEE,
@@ -398,6 +399,69 @@ def test_deleting_a_set_ends_its_permissions(world: Flow) -> None:
     world.ask(world.ticket(), [doctor()], rpt=rpt)
     world.delete_set()
     assert world.introspect(rpt)["permissions"] == []
+
+
+def update_set(world: Flow, scopes: list[str]) -> None:
+    reply = world.api.request(
+        "PUT",
+        world.endpoints["resource_set_registration_endpoint"] + "/resource_set/" + world.rs_id,
+        json={"name": "Photos", "scopes": scopes, "type": PHOTO_TYPE},
+        headers=world.rs.auth,
+    )
+    assert reply.status == 200, reply.text
+
+
+# An update that removes scopes takes them out of open tickets (finishing one left with none) and
+# out of permissions on the set (deleting one left with none); other sets' are untouched.
+@pytest.mark.parametrize(
+    ("new_scopes", "ticket_scopes", "permission_scopes"),
+    [
+        (["view", "print", "edit"], ("view", "print"), ["print", "view"]),
+        (["print", "view"], ("view", "print"), ["print", "view"]),
+        (["view"], ("view",), ["view"]),
+        (["print", "edit"], ("print",), ["print"]),
+        (["edit"], None, None),
+    ],
+)
+def test_an_update_that_removes_scopes_narrows_open_tickets_and_permissions(
+    world: Flow,
+    store: Store,
+    new_scopes: list[str],
+    ticket_scopes: tuple[str, ...] | None,
+    permission_scopes: list[str] | None,
+) -> None:
+    rpt = world.new_rpt()
+    assert world.ask(world.ticket("view", "print"), [doctor(), email()], rpt=rpt).status == 201
+    open_ticket = world.ticket("view", "print")
+    assert_error(world.ask(open_ticket), 403, "need_claims")
+    other_set = world.register({"name": "Other", "scopes": ["view", "print"], "type": PHOTO_TYPE})
+    other = world.ticket("view", "print", rs_id=other_set)
+    assert world.ask(other, [doctor(), email()], rpt=rpt).status == 201
+    other_ticket = world.ticket("view", "print", rs_id=other_set)
+
+    update_set(world, new_scopes)
+
+    permissions = {p["resource_set_id"]: p["scopes"] for p in world.introspect(rpt)["permissions"]}
+    assert sorted(permissions.get(world.rs_id, [])) == sorted(permission_scopes or [])
+    assert world.rs_id in permissions or permission_scopes is None
+    assert sorted(permissions[other_set]) == ["print", "view"]
+    ticket, untouched = stored_ticket(store, open_ticket), stored_ticket(store, other_ticket)
+    assert ticket is not None and untouched is not None
+    assert untouched.scopes == ("view", "print")
+    if ticket_scopes is None:
+        assert ticket.state == "finished"
+        assert_error(world.ask(open_ticket, [doctor(), email()]), 400, "invalid_ticket")
+    else:
+        assert (ticket.state, ticket.scopes) == ("open", ticket_scopes)
+
+
+def test_a_ticket_narrowed_by_an_update_is_granted_for_what_is_left(world: Flow) -> None:
+    ticket = world.ticket("view", "print")
+    assert_error(world.ask(ticket, [doctor()]), 403, "need_claims")  # print needs an email
+    update_set(world, ["view"])
+    response = world.ask(ticket)  # the doctor's claims gathered before still count
+    assert response.status == 201, response.text
+    assert world.introspect(response.json["rpt"])["permissions"][0]["scopes"] == ["view"]
 
 
 # -- introspection ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@ asks of this server. Every operation is scoped to the PAT's owner and resource s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .. import secrets_at_rest
@@ -18,6 +19,36 @@ def create_resource_set(
     resource_set = ResourceSet(secrets_at_rest.new_id(), pat.owner, pat.client_id, description)
     storage.add_resource_set(resource_set, now)
     return resource_set
+
+
+def replace_resource_set(
+    storage: Storage, now: int, pat: AccessToken, rs_id: str, description: dict[str, Any]
+) -> bool:
+    """Replaces the description of one of this owner's and resource server's sets; False when
+    there is none. A scope the update removes is taken out of the open tickets that ask for it (a
+    ticket left with none is finished) and out of the permissions on the set (a permission left
+    with none is deleted), in the same transaction."""
+    with storage.transaction():
+        existing = storage.get_resource_set(rs_id, pat.owner, pat.client_id)
+        if existing is None:
+            return False
+        storage.replace_resource_set(rs_id, pat.owner, pat.client_id, description, now)
+        kept = set(description["scopes"])
+        if set(existing.description["scopes"]) <= kept:
+            return True
+        for ticket in storage.open_tickets_for(rs_id):
+            scopes = tuple(scope for scope in ticket.scopes if scope in kept)
+            if not scopes:
+                storage.finish_ticket(ticket.digest)
+            elif scopes != ticket.scopes:
+                storage.set_ticket_scopes(ticket.digest, scopes)
+        for rpt_digest, permission in storage.permissions_on(rs_id):
+            scopes = tuple(scope for scope in permission.scopes if scope in kept)
+            if not scopes:
+                storage.delete_permission(rpt_digest, rs_id)
+            elif scopes != permission.scopes:
+                storage.put_permission(rpt_digest, replace(permission, scopes=scopes))
+    return True
 
 
 def register_permission(
