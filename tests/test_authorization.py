@@ -281,6 +281,27 @@ def test_a_type_the_client_may_not_push_is_named(world: Flow) -> None:
     assert world.ask(ticket, [doctor()]).status == 201
 
 
+NOT_PUSHABLE = [doctor(), {"type": "urn:example:other", "value": {"role": ["doctor"]}}]
+
+
+# A request refused with invalid_request counts toward the ticket's 10 requests as need_claims does,
+# and nothing else of it is recorded; the tenth, whatever its answer, finishes the ticket.
+@pytest.mark.parametrize("need_claims_first", [0, 4, 9])
+def test_requests_refused_with_invalid_request_count_toward_the_ten(
+    world: Flow, store: Store, need_claims_first: int
+) -> None:
+    ticket = world.ticket()
+    for _ in range(need_claims_first):
+        assert_error(world.ask(ticket), 403, "need_claims")
+    for n in range(need_claims_first + 1, 11):
+        assert_error(world.ask(ticket, NOT_PUSHABLE), 400, "invalid_request")
+        counted = stored_ticket(store, ticket)
+        assert counted is not None
+        assert (counted.requests, counted.state) == (n, "finished" if n == 10 else "open")
+    assert gathered_claims(store, ticket, "bob") == []
+    assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
+
+
 @pytest.mark.parametrize("state", ["unknown", "expired", "set deleted"])
 def test_ticket_errors(world: Flow, clock: FakeClock, config: Config, state: str) -> None:
     ticket = "uma_pt_never-issued"
