@@ -26,6 +26,7 @@ from .clock import Clock, SystemClock
 from .config import Config, load_config
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
+from .services import accounts
 from .services.maintenance import PruneJob
 from .storage import open_storage, per_request, prepare_database
 
@@ -36,8 +37,9 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     """Build the app from `config`, or from the file named by UMASERVER_CONFIG, with the database
     created or upgraded. `clock` is where every part of the server reads the time.
 
-    Raises ConfigError, PolicyError, StorageError or ValueError (a broken JWKS file) when it
-    cannot serve.
+    Raises ConfigError, PolicyError, StorageError, ClashingUsernames (a user named like a client's
+    own name, from before names were checked) or ValueError (a broken JWKS file) when it cannot
+    serve.
     """
     if config is None:
         config = load_config()
@@ -52,6 +54,11 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
 
     prepare_database(config.database, clock.now())
     database = config.database
+    checking = open_storage(database)
+    try:
+        accounts.check_stored_usernames(checking)
+    finally:
+        checking.close()
     per_request.init_app(app, lambda: open_storage(database))
 
     verifiers = ConfiguredVerifiers(config)
