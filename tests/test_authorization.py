@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
 from umaserver import create_app
 from umaserver.config import Config
+from umaserver.policy import store as policy_store
+from umaserver.policy.rules import RuleSet
+from umaserver.runtime import runtime
 from umaserver.services import maintenance
 
 from .conftest import (
@@ -34,6 +40,7 @@ from .flows import (
     FlaskApi,
     Flow,
     Reply,
+    wait_until,
 )
 
 
@@ -531,3 +538,42 @@ def test_decisions_are_logged_without_claim_values_or_tokens(
     assert "decision=grant" in text and "doctors-view" in text and world.rs_id in text
     for secret in ('doctor"', "s-17", ticket, world.app.token):
         assert secret not in text
+
+
+# -- the rule file is parsed off the request path ---------------------------------------------
+
+
+def test_a_request_is_answered_while_a_huge_rule_file_is_parsed(
+    world: Flow, app: Flask, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsing, parsed = threading.Event(), threading.Event()
+    release = threading.Event()
+    real_load_rules = policy_store.load_rules
+
+    def slow_load_rules(path: Path) -> RuleSet:  # a 40,000-rule file takes seconds
+        parsing.set()
+        release.wait(30)
+        try:
+            return real_load_rules(path)
+        finally:
+            parsed.set()
+
+    monkeypatch.setattr(policy_store, "load_rules", slow_load_rules)
+    huge = PHOTOS_FOR_DOCTORS_AND_COLLEAGUES + "".join(
+        f'[[rules]]\nid = "extra-{n}"\nowner = "carol"\nscopes = ["view"]\n' for n in range(2000)
+    )
+    config.policies.write_text(huge, encoding="utf-8")
+    assert parsing.wait(10), "the rule file was not looked at again"
+    try:
+        started = time.monotonic()
+        response = world.ask(world.ticket(), [doctor()])  # the rules in force decide
+        assert response.status == 201, response.text
+        assert time.monotonic() - started < 5
+        assert not parsed.is_set()
+    finally:
+        release.set()
+    with app.app_context():
+        policies = runtime().policies
+    wait_until(
+        lambda: len(policies.rules.rules) == 2002, message="the new rules were not swapped in"
+    )

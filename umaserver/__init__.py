@@ -62,12 +62,13 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     per_request.init_app(app, lambda: open_storage(database))
 
     verifiers = ConfiguredVerifiers(config)
+    policies = PolicyStore(config.policies)
     install(
         app,
         Runtime(
             config=config,
             clock=clock,
-            policies=PolicyStore(config.policies),
+            policies=policies,
             verifiers=verifiers,
             rpt_key=secrets_at_rest.reissue_key(config.secret_key, "rpt"),
         ),
@@ -75,6 +76,9 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     verifiers.start()
     # The key-fetching thread ends with the app (tests build many apps in one process).
     weakref.finalize(app, verifiers.stop)
+    # The rule file is watched and parsed on a thread of its own: a request never waits for it.
+    policies.start()
+    weakref.finalize(app, policies.stop)
     # Expired tokens, tickets and claims are forgotten on a thread of their own, never in a request.
     pruning = PruneJob(lambda: open_storage(database), clock, config.maintenance.prune_interval)
     pruning.start()
