@@ -227,7 +227,9 @@ def test_requests_do_not_prune(http: FlaskClient, store: Store, clock: FakeClock
     rs: Party = make_party(store, "alice", "uma_protection")
     bob = make_party(store, "bob", "uma_authorization")
     old = make_ticket(store, expires_at=clock.now() - 2 * DAY)
+    old_rpt = make_rpt(store, issued_at=clock.now() - 3 * DAY, expires_at=clock.now() - 2 * DAY)
     assert http.post("/rpt", headers=bob.auth).status_code in (200, 201)
+    assert store.get_rpt(old_rpt.digest) == old_rpt
     description = {"name": "Photos", "scopes": ["view"]}
     created = http.post("/rs/resource_set", json=description, headers=rs.auth)
     body = {"resource_set_id": created.get_json()["_id"], "scopes": ["view"]}
