@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
 from umaserver import create_app
 from umaserver.config import Config, Limits
+from umaserver.policy import store as policy_store
+from umaserver.policy.rules import RuleSet
+from umaserver.runtime import runtime
+from umaserver.services import maintenance
 
 from .conftest import (
     FakeClock,
@@ -23,6 +30,7 @@ from .conftest import (
     revoke_token,
     stored_permissions,
     stored_rpt,
+    stored_ticket,
 )
 from .flows import (
     EMPLOYEE,
@@ -32,6 +40,7 @@ from .flows import (
     FlaskApi,
     Flow,
     Reply,
+    wait_until,
 )
 
 
@@ -450,6 +459,27 @@ def test_a_type_the_client_may_not_push_is_named(world: Flow) -> None:
     assert world.ask(ticket, [doctor()]).status == 201
 
 
+NOT_PUSHABLE = [doctor(), {"type": "urn:example:other", "value": {"role": ["doctor"]}}]
+
+
+# A request refused with invalid_request counts toward the ticket's 10 requests as need_claims does,
+# and nothing else of it is recorded; the tenth, whatever its answer, finishes the ticket.
+@pytest.mark.parametrize("need_claims_first", [0, 4, 9])
+def test_requests_refused_with_invalid_request_count_toward_the_ten(
+    world: Flow, store: Store, need_claims_first: int
+) -> None:
+    ticket = world.ticket()
+    for _ in range(need_claims_first):
+        assert_error(world.ask(ticket), 403, "need_claims")
+    for n in range(need_claims_first + 1, 11):
+        assert_error(world.ask(ticket, NOT_PUSHABLE), 400, "invalid_request")
+        counted = stored_ticket(store, ticket)
+        assert counted is not None
+        assert (counted.requests, counted.state) == (n, "finished" if n == 10 else "open")
+    assert gathered_claims(store, ticket, "bob") == []
+    assert_error(world.ask(ticket, [doctor()]), 400, "invalid_ticket")
+
+
 @pytest.mark.parametrize("state", ["unknown", "expired", "set deleted"])
 def test_ticket_errors(world: Flow, clock: FakeClock, config: Config, state: str) -> None:
     ticket = "uma_pt_never-issued"
@@ -555,6 +585,8 @@ def test_rpts_and_tickets_a_day_past_expiry_are_forgotten(
     clock.advance(lifetimes.ticket + 60)
     world.new_rpt()
     world.ticket()
+    assert stored_rpt(store, old_rpt) is not None  # requests never prune: the job does
+    maintenance.prune(store, clock.now())
     assert stored_rpt(store, old_rpt) is None
     assert stored_permissions(store, old_rpt) == []
     assert_error(world.ask(old_ticket, [doctor()]), 400, "invalid_ticket")
@@ -566,6 +598,69 @@ def test_deleting_a_set_ends_its_permissions(world: Flow) -> None:
     world.ask(world.ticket(), [doctor()], rpt=rpt)
     world.delete_set()
     assert world.introspect(rpt)["permissions"] == []
+
+
+def update_set(world: Flow, scopes: list[str]) -> None:
+    reply = world.api.request(
+        "PUT",
+        world.endpoints["resource_set_registration_endpoint"] + "/resource_set/" + world.rs_id,
+        json={"name": "Photos", "scopes": scopes, "type": PHOTO_TYPE},
+        headers=world.rs.auth,
+    )
+    assert reply.status == 200, reply.text
+
+
+# An update that removes scopes takes them out of open tickets (finishing one left with none) and
+# out of permissions on the set (deleting one left with none); other sets' are untouched.
+@pytest.mark.parametrize(
+    ("new_scopes", "ticket_scopes", "permission_scopes"),
+    [
+        (["view", "print", "edit"], ("view", "print"), ["print", "view"]),
+        (["print", "view"], ("view", "print"), ["print", "view"]),
+        (["view"], ("view",), ["view"]),
+        (["print", "edit"], ("print",), ["print"]),
+        (["edit"], None, None),
+    ],
+)
+def test_an_update_that_removes_scopes_narrows_open_tickets_and_permissions(
+    world: Flow,
+    store: Store,
+    new_scopes: list[str],
+    ticket_scopes: tuple[str, ...] | None,
+    permission_scopes: list[str] | None,
+) -> None:
+    rpt = world.new_rpt()
+    assert world.ask(world.ticket("view", "print"), [doctor(), email()], rpt=rpt).status == 201
+    open_ticket = world.ticket("view", "print")
+    assert_error(world.ask(open_ticket), 403, "need_claims")
+    other_set = world.register({"name": "Other", "scopes": ["view", "print"], "type": PHOTO_TYPE})
+    other = world.ticket("view", "print", rs_id=other_set)
+    assert world.ask(other, [doctor(), email()], rpt=rpt).status == 201
+    other_ticket = world.ticket("view", "print", rs_id=other_set)
+
+    update_set(world, new_scopes)
+
+    permissions = {p["resource_set_id"]: p["scopes"] for p in world.introspect(rpt)["permissions"]}
+    assert sorted(permissions.get(world.rs_id, [])) == sorted(permission_scopes or [])
+    assert world.rs_id in permissions or permission_scopes is None
+    assert sorted(permissions[other_set]) == ["print", "view"]
+    ticket, untouched = stored_ticket(store, open_ticket), stored_ticket(store, other_ticket)
+    assert ticket is not None and untouched is not None
+    assert untouched.scopes == ("view", "print")
+    if ticket_scopes is None:
+        assert ticket.state == "finished"
+        assert_error(world.ask(open_ticket, [doctor(), email()]), 400, "invalid_ticket")
+    else:
+        assert (ticket.state, ticket.scopes) == ("open", ticket_scopes)
+
+
+def test_a_ticket_narrowed_by_an_update_is_granted_for_what_is_left(world: Flow) -> None:
+    ticket = world.ticket("view", "print")
+    assert_error(world.ask(ticket, [doctor()]), 403, "need_claims")  # print needs an email
+    update_set(world, ["view"])
+    response = world.ask(ticket)  # the doctor's claims gathered before still count
+    assert response.status == 201, response.text
+    assert world.introspect(response.json["rpt"])["permissions"][0]["scopes"] == ["view"]
 
 
 # -- introspection ---------------------------------------------------------------------------
@@ -614,3 +709,42 @@ def test_decisions_are_logged_without_claim_values_or_tokens(
     assert "decision=grant" in text and "doctors-view" in text and world.rs_id in text
     for secret in ('doctor"', "s-17", ticket, world.app.token):
         assert secret not in text
+
+
+# -- the rule file is parsed off the request path ---------------------------------------------
+
+
+def test_a_request_is_answered_while_a_huge_rule_file_is_parsed(
+    world: Flow, app: Flask, config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parsing, parsed = threading.Event(), threading.Event()
+    release = threading.Event()
+    real_load_rules = policy_store.load_rules
+
+    def slow_load_rules(path: Path) -> RuleSet:  # a 40,000-rule file takes seconds
+        parsing.set()
+        release.wait(30)
+        try:
+            return real_load_rules(path)
+        finally:
+            parsed.set()
+
+    monkeypatch.setattr(policy_store, "load_rules", slow_load_rules)
+    huge = PHOTOS_FOR_DOCTORS_AND_COLLEAGUES + "".join(
+        f'[[rules]]\nid = "extra-{n}"\nowner = "carol"\nscopes = ["view"]\n' for n in range(2000)
+    )
+    config.policies.write_text(huge, encoding="utf-8")
+    assert parsing.wait(10), "the rule file was not looked at again"
+    try:
+        started = time.monotonic()
+        response = world.ask(world.ticket(), [doctor()])  # the rules in force decide
+        assert response.status == 201, response.text
+        assert time.monotonic() - started < 5
+        assert not parsed.is_set()
+    finally:
+        release.set()
+    with app.app_context():
+        policies = runtime().policies
+    wait_until(
+        lambda: len(policies.rules.rules) == 2002, message="the new rules were not swapped in"
+    )

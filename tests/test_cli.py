@@ -10,9 +10,21 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
+from umaserver import create_app
+from umaserver.config import Config
+from umaserver.services import accounts
 from umaserver.storage.migrations import current_version
+from umaserver.storage.records import User
 
-from .conftest import CLI, Store, dump_database, stored_client, stored_user, write_config
+from .conftest import (
+    CLI,
+    Store,
+    dump_database,
+    open_store,
+    stored_client,
+    stored_user,
+    write_config,
+)
 
 
 def test_init_is_safe_twice(cli: CLI, config_path: Path) -> None:
@@ -161,3 +173,52 @@ def test_serve_on_a_port_in_use_says_so_in_a_sentence(
         result = cli("serve", "--host", "127.0.0.1", "--port", str(port))
     assert result.exit_code == 1
     assert result.stderr.strip() == f"Cannot listen on 127.0.0.1:{port}: Address already in use."
+
+
+# -- user names and clients' own names are apart -----------------------------------------------
+
+
+@pytest.mark.parametrize("username", ["client:abc", "alice:admin", ":", "client:"])
+def test_a_username_with_a_colon_is_refused(cli: CLI, store: Store, username: str) -> None:
+    result = cli("user", "create", username)
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        "The username must not contain ':': names like client:<id> belong to clients acting for"
+        " themselves."
+    )
+    assert stored_user(store, username) is None
+
+
+def test_the_service_refuses_a_colon_too(store: Store) -> None:
+    with pytest.raises(accounts.ReservedUsername, match="must not contain ':'"):
+        accounts.create_user(store, 0, "client:abc", None, {})
+    assert stored_user(store, "client:abc") is None
+
+
+def user_from_before_names_were_checked(database: Path, username: str) -> None:
+    """A user stored as an older version did, without the check (through the contract)."""
+    store = open_store(database)
+    try:
+        assert store.add_user(User(f"sub-{username}", username, None, {}), 0)
+    finally:
+        store.close()
+
+
+def test_init_and_serve_refuse_a_database_holding_a_user_named_with_a_colon(
+    cli: CLI, config_path: Path, config: Config
+) -> None:
+    cli.json("init")
+    user_from_before_names_were_checked(config.database, "client:abc")
+    user_from_before_names_were_checked(config.database, "bob:x")
+    expected = (
+        "The database holds users whose names contain ':', which names clients acting for"
+        " themselves (client:<id>): 'bob:x', 'client:abc'. Rename or remove them (back the"
+        " database up first), then start again."
+    )
+    for command in (["init"], ["serve", "--port", "0"], ["client", "create", "--name", "x"]):
+        result = cli(*command)
+        assert result.exit_code == 1, command
+        assert result.stderr.strip() == expected
+    with pytest.raises(accounts.ClashingUsernames) as caught:
+        create_app(config)
+    assert caught.value.usernames == ["bob:x", "client:abc"]

@@ -46,6 +46,7 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert config.limits.claim_value_bytes == 16 * 1024
     assert config.lifetimes.ticket == 300
     assert config.server.port == 8080
+    assert config.maintenance.prune_interval == 300
     assert config.url("/rs") == "https://uma.example/rs"
     assert SECRET not in repr(config)
 
@@ -97,6 +98,19 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
         ),
         (GOOD + "server = 3\n", ["server: must be a table, not an integer"]),
         (
+            GOOD + "[maintenance]\nprune_interval = 0\n",
+            ["maintenance.prune_interval: must be greater than 0"],
+        ),
+        (
+            GOOD + '[maintenance]\nprune_interval = "5m"\n',
+            ["maintenance.prune_interval: must be an integer, not a string"],
+        ),
+        (
+            GOOD + "[maintenance]\nprune_every = 60\n",
+            ["maintenance.prune_every: unknown key"],
+        ),
+        (GOOD + "maintenance = 1\n", ["maintenance: must be a table, not an integer"]),
+        (
             "database = 3\n",
             [
                 "issuer: missing",
@@ -138,6 +152,7 @@ def test_the_example_is_complete_but_has_no_secret(tmp_path: Path) -> None:
     )
     assert config.issuer == "http://127.0.0.1:8080"
     assert config.limits == Limits()  # the example says the defaults
+    assert config.maintenance.prune_interval == 300
 
 
 # -- claims, SAML identity providers, OpenID Connect issuers -------------------------------------

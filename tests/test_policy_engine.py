@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,8 @@ from umaserver.policy.decision import Decision, decide
 from umaserver.policy.rule_file import OPERATORS, PolicyError, load_rules, parse_rules
 from umaserver.policy.rules import ResourceSetRef, Rule, RuleSet
 from umaserver.policy.store import PolicyStore
+
+from .flows import wait_until
 
 EMPLOYEE = "https://example.com/claims/employee"
 OIDC = "claim-client-claims-oidc-1.0"
@@ -861,28 +863,56 @@ def rule_file(tmp_path: Path) -> RuleFile:
     return found
 
 
-def test_store_reloads_a_changed_file_after_the_interval(rule_file: RuleFile) -> None:
+@pytest.fixture
+def watched() -> Iterator[Callable[[PolicyStore], PolicyStore]]:
+    """Starts a store's thread, and stops it when the test ends."""
+    started: list[PolicyStore] = []
+
+    def start(store: PolicyStore) -> PolicyStore:
+        store.start()
+        started.append(store)
+        return store
+
+    yield start
+    for store in started:
+        store.stop()
+
+
+Watch = Callable[[PolicyStore], PolicyStore]
+
+
+def idle(seconds: float = 0.3) -> None:
+    """Lets the store's thread run a few of its ticks (it reads the clock every 0.1 s at most)."""
+    threading.Event().wait(seconds)
+
+
+def test_store_reloads_a_changed_file_after_the_interval(
+    rule_file: RuleFile, watched: Watch
+) -> None:
     clock = Clock()
-    store = PolicyStore(rule_file.path, check_interval=1.0, clock=clock)
+    store = watched(PolicyStore(rule_file.path, check_interval=1.0, clock=clock))
     assert ids(store) == ["first"]
     rule_file.write(rule("second") + rule("third"))
     clock.now += 0.5
+    idle()
     assert ids(store) == ["first"]  # not looked at again yet
     clock.now += 0.5
-    assert ids(store) == ["second", "third"]
+    wait_until(lambda: ids(store) == ["second", "third"])
 
 
 def test_store_keeps_the_old_rules_when_the_file_breaks(
-    rule_file: RuleFile, caplog: pytest.LogCaptureFixture
+    rule_file: RuleFile, watched: Watch, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = Clock()
-    store = PolicyStore(rule_file.path, clock=clock)
+    store = watched(PolicyStore(rule_file.path, clock=clock))
     before = store.rules
     rule_file.write(rule("second") + 'colour = "red"\n')
-    clock.now += 1
     with caplog.at_level(logging.INFO, logger="umaserver.policy"):
+        clock.now += 1
+        wait_until(lambda: caplog.records)
         assert store.rules is before
         clock.now += 1
+        idle()
         assert store.rules is before  # not parsed again until the file changes
     (record,) = caplog.records
     assert record.levelno == logging.ERROR and record.name == "umaserver.policy"
@@ -892,65 +922,73 @@ def test_store_keeps_the_old_rules_when_the_file_breaks(
     )
     rule_file.write(rule("fixed"))
     clock.now += 1
-    assert ids(store) == ["fixed"]
+    wait_until(lambda: ids(store) == ["fixed"])
 
 
 def test_store_has_no_rules_while_the_file_is_gone(
-    rule_file: RuleFile, caplog: pytest.LogCaptureFixture
+    rule_file: RuleFile, watched: Watch, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = Clock()
-    store = PolicyStore(rule_file.path, clock=clock)
+    store = watched(PolicyStore(rule_file.path, clock=clock))
     rule_file.path.unlink()
-    clock.now += 1
     with caplog.at_level(logging.WARNING, logger="umaserver.policy"):
-        assert store.rules.rules == ()
-    assert "is gone" in caplog.text
+        clock.now += 1
+        wait_until(lambda: store.rules.rules == ())
+        wait_until(lambda: "is gone" in caplog.text)
     rule_file.write(rule("back"))
     clock.now += 1
-    assert ids(store) == ["back"]
+    wait_until(lambda: ids(store) == ["back"])
 
 
-def test_store_starts_without_a_file_and_refuses_a_broken_one(tmp_path: Path) -> None:
+def test_store_starts_without_a_file_and_refuses_a_broken_one(
+    tmp_path: Path, watched: Watch
+) -> None:
     clock = Clock()
-    store = PolicyStore(tmp_path / "policies.toml", clock=clock)
+    store = watched(PolicyStore(tmp_path / "policies.toml", clock=clock))
     assert store.rules.rules == ()
     RuleFile(tmp_path / "policies.toml").write(rule("new"))
     clock.now += 1
-    assert ids(store) == ["new"]
+    wait_until(lambda: ids(store) == ["new"])
     broken = RuleFile(tmp_path / "broken.toml")
     broken.write("rules = [")
     with pytest.raises(PolicyError, match="invalid TOML"):
         PolicyStore(broken.path)
 
 
-def test_store_notices_a_change_within_two_seconds(rule_file: RuleFile) -> None:
-    store = PolicyStore(rule_file.path)  # the defaults: a real clock, one check a second
+def test_store_notices_a_change_within_two_seconds(rule_file: RuleFile, watched: Watch) -> None:
+    store = watched(PolicyStore(rule_file.path))  # the defaults: a real clock, one check a second
     rule_file.write(rule("changed"))
-    done = threading.Event()
-    for _ in range(200):
-        if ids(store) == ["changed"]:
-            done.set()
-            break
-        done.wait(0.01)
-    assert done.is_set()
+    wait_until(lambda: ids(store) == ["changed"], timeout=2)
 
 
-def test_readers_do_not_wait_for_a_reload_in_progress(rule_file: RuleFile) -> None:
+def test_without_its_thread_the_store_never_reads_the_file(rule_file: RuleFile) -> None:
     clock = Clock()
     store = PolicyStore(rule_file.path, clock=clock)
     rule_file.write(rule("second"))
-    clock.now += 1
-    answers: list[RuleSet] = []
-    with store._lock:  # another thread is checking the file
-        reader = threading.Thread(target=lambda: answers.append(store.rules))
-        reader.start()
-        reader.join(timeout=5)
-    assert [r.id for r in answers[0].rules] == ["first"]
+    clock.now += 5
+    assert ids(store) == ["first"]  # reading the rules never looks at the file
+    store.check()  # the thread's one step
     assert ids(store) == ["second"]
 
 
-def test_store_readers_from_many_threads_see_whole_rule_sets(rule_file: RuleFile) -> None:
-    store = PolicyStore(rule_file.path, check_interval=0)
+def test_readers_do_not_wait_for_a_reload_in_progress(rule_file: RuleFile, watched: Watch) -> None:
+    clock = Clock()
+    store = watched(PolicyStore(rule_file.path, clock=clock))
+    rule_file.write(rule("second"))
+    answers: list[RuleSet] = []
+    with store._lock:  # the thread is checking the file (here: blocked in it)
+        clock.now += 1
+        reader = threading.Thread(target=lambda: answers.append(store.rules))
+        reader.start()
+        reader.join(timeout=5)
+        assert [r.id for r in answers[0].rules] == ["first"]
+    wait_until(lambda: ids(store) == ["second"])
+
+
+def test_store_readers_from_many_threads_see_whole_rule_sets(
+    rule_file: RuleFile, watched: Watch
+) -> None:
+    store = watched(PolicyStore(rule_file.path, check_interval=0))
     seen: set[tuple[str, ...]] = set()
     stop = threading.Event()
 
@@ -963,6 +1001,8 @@ def test_store_readers_from_many_threads_see_whole_rule_sets(rule_file: RuleFile
         reader.start()
     for n in range(20):
         rule_file.write(rule(f"a{n}") + rule(f"b{n}"))
+        idle(0.01)
+    wait_until(lambda: ids(store) == ["a19", "b19"])
     stop.set()
     for reader in readers:
         reader.join()
@@ -1032,3 +1072,14 @@ def test_subjects_of_different_issuers_or_of_unnamed_ones_do_not_matter() -> Non
         about("eve", "department", "sales", issuer="https://unnamed.example"),
     ]
     assert ask(text, claims, can_supply=SUPPLY | {(OIDC, OTHER_IDP)}).outcome == "grant"
+
+
+def test_stopping_ends_the_thread(rule_file: RuleFile) -> None:
+    store = PolicyStore(rule_file.path, check_interval=0)
+    store.start()
+    thread = store._thread
+    store.stop()
+    assert thread is not None and not thread.is_alive()
+    rule_file.write(rule("after"))
+    idle(0.1)
+    assert ids(store) == ["first"]

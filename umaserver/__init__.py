@@ -27,6 +27,8 @@ from .clock import Clock, SystemClock
 from .config import Config, load_config
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
+from .services import accounts
+from .services.maintenance import PruneJob
 from .storage import open_storage, per_request, prepare_database
 
 __all__ = ["create_app"]
@@ -36,8 +38,9 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     """Build the app from `config`, or from the file named by UMASERVER_CONFIG, with the database
     created or upgraded. `clock` is where every part of the server reads the time.
 
-    Raises ConfigError, PolicyError, StorageError or ValueError (a broken JWKS file) when it
-    cannot serve.
+    Raises ConfigError, PolicyError, StorageError, ClashingUsernames (a user named like a client's
+    own name, from before names were checked) or ValueError (a broken JWKS file) when it cannot
+    serve.
     """
     if config is None:
         config = load_config()
@@ -52,15 +55,21 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
 
     prepare_database(config.database, clock.now())
     database = config.database
+    checking = open_storage(database)
+    try:
+        accounts.check_stored_usernames(checking)
+    finally:
+        checking.close()
     per_request.init_app(app, lambda: open_storage(database))
 
     verifiers = ConfiguredVerifiers(config)
+    policies = PolicyStore(config.policies)
     install(
         app,
         Runtime(
             config=config,
             clock=clock,
-            policies=PolicyStore(config.policies),
+            policies=policies,
             verifiers=verifiers,
             rpt_key=secrets_at_rest.reissue_key(config.secret_key, "rpt"),
         ),
@@ -68,6 +77,13 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     verifiers.start()
     # The key-fetching thread ends with the app (tests build many apps in one process).
     weakref.finalize(app, verifiers.stop)
+    # The rule file is watched and parsed on a thread of its own: a request never waits for it.
+    policies.start()
+    weakref.finalize(app, policies.stop)
+    # Expired tokens, tickets and claims are forgotten on a thread of their own, never in a request.
+    pruning = PruneJob(lambda: open_storage(database), clock, config.maintenance.prune_interval)
+    pruning.start()
+    weakref.finalize(app, pruning.stop)
 
     error_responses.register_error_handlers(app)
     app.after_request(_no_store)

@@ -55,9 +55,17 @@ CLOCK = SystemClock()
 
 def _prepare(config: Config) -> tuple[int, int]:
     try:
-        return prepare_database(config.database, CLOCK.now())
+        versions = prepare_database(config.database, CLOCK.now())
+        store = open_storage(config.database)
+        try:
+            accounts.check_stored_usernames(store)
+        finally:
+            store.close()
     except (StorageError, OSError) as error:
         fail(f"The database {config.database} could not be prepared: {error}")
+    except accounts.ClashingUsernames as error:
+        fail(str(error))
+    return versions
 
 
 def _store(ctx: click.Context) -> Storage:
@@ -137,6 +145,8 @@ def _app(config: Config) -> Flask:
         return create_app(config)
     except PolicyError as error:
         fail(f"The rule file {config.policies} is broken:\n{error}")
+    except accounts.ClashingUsernames as error:
+        fail(str(error))
     except ValueError as error:  # a broken JWKS file of an OIDC issuer
         fail(str(error))
 
@@ -214,6 +224,8 @@ def user_create(
     """Create a local user."""
     if not username or username != username.strip() or any(c.isspace() for c in username):
         fail("The username must be non-empty and have no white space.")
+    if (problem := accounts.username_problem(username)) is not None:
+        fail(problem)
     attributes: dict[str, Any] = {}
     for text in claims:
         name, value = _claim(text)

@@ -68,6 +68,11 @@ class ClaimSettings:
 
 
 @dataclass(frozen=True)
+class MaintenanceSettings:
+    prune_interval: int = 300
+
+
+@dataclass(frozen=True)
 class Config:
     issuer: str
     database: Path
@@ -77,6 +82,7 @@ class Config:
     limits: Limits = Limits()
     lifetimes: Lifetimes = Lifetimes()
     claims: ClaimSettings = ClaimSettings()
+    maintenance: MaintenanceSettings = MaintenanceSettings()
     saml_idps: tuple[SamlIdp, ...] = ()
     oidc_issuers: tuple[OidcIssuer, ...] = ()
     source: Path | None = None
@@ -344,6 +350,14 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         ),
     )
     section.finish()
+
+    section = top.section("maintenance")
+    maintenance = MaintenanceSettings(
+        prune_interval=section.take(
+            "prune_interval", int, MaintenanceSettings.prune_interval, _positive
+        )
+    )
+    section.finish()
     saml_idps = [_saml_idp(reader, base) for reader in top.tables("saml_idps")]
     oidc_issuers = [_oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
     _no_repeats("saml_idps", [idp.entity_id for idp in saml_idps if idp], "entity_id", errors)
@@ -361,6 +375,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         limits=limits,
         lifetimes=lifetimes,
         claims=claims,
+        maintenance=maintenance,
         saml_idps=tuple(idp for idp in saml_idps if idp is not None),
         oidc_issuers=tuple(issuer for issuer in oidc_issuers if issuer is not None),
         source=source,

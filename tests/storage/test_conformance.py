@@ -13,7 +13,15 @@ from typing import Any, Literal
 import pytest
 
 from umaserver.storage import Storage, contract
-from umaserver.storage.records import AssertionUse, Client, Permission, Ticket, TicketState, User
+from umaserver.storage.records import (
+    AccessToken,
+    AssertionUse,
+    Client,
+    Permission,
+    Ticket,
+    TicketState,
+    User,
+)
 
 from .builders import (
     HOUR,
@@ -110,6 +118,16 @@ def test_a_taken_username_is_refused_and_nothing_stored(store: Storage) -> None:
     assert store.get_username("sub-other") is None
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [(":", ["client:x", "x:y:z"]), ("client:", ["client:x"]), ("Client", []), ("ü", ["üser"])],
+)
+def test_usernames_containing_a_text(store: Storage, text: str, expected: list[str]) -> None:
+    for name in ("x:y:z", "alice", "client:x", "üser"):
+        make_user(store, name)
+    assert store.usernames_containing(text) == expected
+
+
 # -- access tokens ---------------------------------------------------------------------------------
 
 
@@ -130,6 +148,43 @@ def test_revoking_an_access_token_works_once(store: Storage) -> None:
     assert got is not None and got.revoked
     assert store.revoke_access_token("no-such-digest") is False
     assert store.revoke_access_token(make_token(store, revoked=True).digest) is False
+
+
+def expiring_token(store: Storage, client: Client, expires_at: int) -> AccessToken:
+    token = AccessToken(
+        f"at-expiring-{expires_at}",
+        client.client_id,
+        None,
+        None,
+        "uma_protection",
+        T,
+        expires_at,
+        False,
+    )
+    store.add_access_token(token)
+    return token
+
+
+def test_expired_access_tokens_are_forgotten_in_batches_unless_an_rpt_is_under_them(
+    store: Storage,
+) -> None:
+    client = make_client(store)
+    expiring = [expiring_token(store, client, T + n) for n in (10, 20, 30)]
+    boundary, later = expiring_token(store, client, T + 40), expiring_token(store, client, T + 50)
+    with_rpt = expiring_token(store, client, T + 5)
+    rpt = make_rpt(store, with_rpt)
+    assert store.delete_access_tokens_expired_before(T + 40, 2) == 2
+    assert store.delete_access_tokens_expired_before(T + 40, 2) == 1
+    assert store.delete_access_tokens_expired_before(T + 40, 2) == 0
+    for token in expiring:
+        assert store.get_access_token(token.digest) is None
+    for token in (boundary, later, with_rpt):
+        assert store.get_access_token(token.digest) == token
+    assert store.get_rpt(rpt.digest) == rpt
+    assert store.delete_rpts_expired_before(rpt.expires_at + 1, 10) == 1
+    assert store.delete_access_tokens_expired_before(T + 40, 2) == 1
+    assert store.get_access_token(with_rpt.digest) is None
+    assert store.get_access_token(boundary.digest) == boundary
 
 
 # -- resource sets ---------------------------------------------------------------------------------
@@ -309,6 +364,28 @@ def test_expired_tickets_are_forgotten_with_their_claims(store: Storage) -> None
     for ticket in (boundary, later):
         assert store.get_ticket(ticket.digest) == ticket
         assert store.gathered_claims(ticket.digest, "bob") == [claim("n", 1)]
+
+
+def test_open_tickets_for_a_set_are_its_open_ones_expired_or_not(store: Storage) -> None:
+    rs, other = make_set(store), make_set(store)
+    live, expired = make_ticket(store, rs), make_ticket(store, rs, expires_at=T - 1)
+    for state in ("granted", "finished"):
+        make_ticket(store, rs, state=state)
+    make_ticket(store, other)
+    assert sorted(store.open_tickets_for(rs.id), key=lambda t: t.expires_at) == [expired, live]
+    assert store.open_tickets_for("no-such-set") == []
+
+
+@pytest.mark.parametrize("state", ["open", "granted", "finished", "unknown"])
+def test_the_scopes_of_only_an_open_ticket_are_replaced(
+    store: Storage, state: TicketState | Literal["unknown"]
+) -> None:
+    ticket = None if state == "unknown" else make_ticket(store, state=state)
+    digest = ticket.digest if ticket else "no-such-ticket"
+    assert store.set_ticket_scopes(digest, ("edit", "print")) is (state == "open")
+    if ticket is not None:
+        expected = ("edit", "print") if state == "open" else ticket.scopes
+        assert store.get_ticket(digest) == replace(ticket, scopes=expected)
 
 
 # -- gathered claims -------------------------------------------------------------------------------
@@ -577,3 +654,25 @@ def test_permissions_for_are_on_sets_of_that_owner_and_resource_server(store: St
     ]
     assert store.permissions_for(rpt.digest, "carol", rs_client.client_id, T) == []
     assert store.permissions_for(make_rpt(store).digest, "alice", rs_client.client_id, T) == []
+
+
+def test_permissions_on_a_set_are_every_rpts_expired_or_not(store: Storage) -> None:
+    rs, other = make_set(store), make_set(store)
+    first, second = make_rpt(store), make_rpt(store)
+    live = permission(rs, ("view", "edit"), issued_at=T - 5)
+    expired = permission(rs, issued_at=T - 9, expires_at=T - 1)
+    store.put_permission(first.digest, live)
+    store.put_permission(second.digest, expired)
+    store.put_permission(first.digest, permission(other))
+    assert store.permissions_on(rs.id) == [(second.digest, expired), (first.digest, live)]
+    assert store.permissions_on("no-such-set") == []
+
+
+def test_deleting_one_permission(store: Storage) -> None:
+    rs, other, rpt = make_set(store), make_set(store), make_rpt(store)
+    store.put_permission(rpt.digest, permission(rs))
+    store.put_permission(rpt.digest, permission(other))
+    assert store.delete_permission(rpt.digest, rs.id) is True
+    assert store.delete_permission(rpt.digest, rs.id) is False
+    assert store.get_permission(rpt.digest, rs.id) is None
+    assert store.get_permission(rpt.digest, other.id) == permission(other)

@@ -10,7 +10,7 @@ from flask import Blueprint, Response, jsonify, request, url_for
 
 from ..errors import NotFound, UnsupportedMethod
 from ..runtime import runtime
-from ..services.registration import create_resource_set
+from ..services.registration import create_resource_set, replace_resource_set
 from ..storage.per_request import storage
 from ..storage.records import AccessToken
 from .bearer import PROTECTION_SCOPE, authenticate
@@ -81,8 +81,6 @@ def item(rs_id: str) -> Response:
         }
         return jsonify(body)
     description = load(_description_schema, read_json_object())
-    if not store.replace_resource_set(
-        rs_id, pat.owner, pat.client_id, description, runtime().clock.now()
-    ):
+    if not replace_resource_set(store, runtime().clock.now(), pat, rs_id, description):
         raise _not_found()  # deleted between the read and the write
     return jsonify({"_id": rs_id})

@@ -1,10 +1,11 @@
 """The owners' rule file, kept current while the server runs.
 
 The file is read at start (a broken file stops the server from starting) and looked at again at
-most once per `check_interval`, on the next request that needs the rules. A changed file is parsed
-and swapped in whole; a broken one is logged and the rules from before stay in force, so a typo in
-an edit never opens or closes every resource set. A file that disappears means no rules: every
-request is denied, which fails closed.
+most once per `check_interval` by a thread of its own (`start`, `stop`): a request never reads nor
+parses the file, it goes on with the rules in force however long a parse takes. A changed file is
+parsed and swapped in whole; a broken one is logged and the rules from before stay in force, so a
+typo in an edit never opens or closes every resource set. A file that disappears means no rules:
+every request is denied, which fails closed.
 
 Replace the file atomically (write a temporary file, then rename it over the old one): a file read
 halfway through a non-atomic write can be valid TOML that lacks the rest of a rule.
@@ -28,6 +29,10 @@ log = logging.getLogger("umaserver.policy")
 # that stopped us from looking.
 _Stamp = tuple[int, int, int, int] | str | None
 _NOT_YET_SEEN = "not yet seen"
+# How often the thread reads an injected clock to see whether a check is due (such a clock moves
+# when a test says so, not with time); the real one it just waits for.
+_MAX_TICK = 0.1
+_MIN_TICK = 0.005
 
 
 def _stamp(path: Path) -> _Stamp:
@@ -41,7 +46,8 @@ def _stamp(path: Path) -> _Stamp:
 
 
 class PolicyStore:
-    """The current rules of one rule file; `rules` is safe to read from any thread."""
+    """The current rules of one rule file; `rules` is safe to read from any thread and never
+    waits. `start` begins watching the file on a daemon thread; `stop` ends it."""
 
     def __init__(
         self,
@@ -52,7 +58,7 @@ class PolicyStore:
         self._path = path
         self._check_interval = check_interval
         self._clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held while the file is looked at and parsed
         stamp = _stamp(path)
         if isinstance(stamp, str):
             raise PolicyError([stamp], str(path))
@@ -60,6 +66,8 @@ class PolicyStore:
         # A file that changed while it was read is read again at the first check.
         self._stamp: _Stamp = stamp if _stamp(path) == stamp else _NOT_YET_SEEN
         self._next_check = clock() + check_interval
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
 
     @property
     def path(self) -> Path:
@@ -67,17 +75,46 @@ class PolicyStore:
 
     @property
     def rules(self) -> RuleSet:
-        # Only one thread checks; the others go on with the rules in force rather than wait.
-        if self._clock() >= self._next_check and self._lock.acquire(blocking=False):
-            try:
-                self._reload_if_changed()
-            finally:
-                self._lock.release()
         return self._rules
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="umaserver-policies", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+
+    def check(self) -> None:
+        """Looks at the file now, whatever the interval, and reloads it if it changed."""
+        with self._lock:
+            self._next_check = self._clock()
+            self._reload_if_changed()
+
+    def _wait(self) -> float:
+        """Seconds until the next look at the clock: the check that is due on the real clock,
+        a short tick on any other (which moves when its owner says so)."""
+        if self._clock is time.monotonic:
+            return max(self._next_check - self._clock(), _MIN_TICK)
+        return min(max(self._check_interval, _MIN_TICK), _MAX_TICK)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._wait()):
+            if self._clock() < self._next_check:
+                continue
+            try:
+                with self._lock:
+                    self._reload_if_changed()
+            except Exception:  # never let the watcher die: the rules in force stay
+                log.exception("rule file %s: the check failed", self._path)
 
     def _reload_if_changed(self) -> None:
         now = self._clock()
-        if now < self._next_check:  # another thread has just checked
+        if now < self._next_check:  # checked just now
             return
         self._next_check = now + self._check_interval
         stamp = _stamp(self._path)

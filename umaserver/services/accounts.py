@@ -30,10 +30,53 @@ def create_client(
     return client, secret
 
 
+# Owners are named by username, or `client:<client_id>` for a client acting for itself: a username
+# with this character could take a client's name, and the rules meant for it.
+RESERVED_IN_USERNAMES = ":"
+
+
+class ReservedUsername(ValueError):
+    """A username that could be mistaken for a client's own name."""
+
+
+class ClashingUsernames(Exception):
+    """The database holds users whose names could be mistaken for clients' own names."""
+
+    def __init__(self, usernames: list[str]) -> None:
+        self.usernames = usernames
+        listed = ", ".join(repr(name) for name in usernames)
+        super().__init__(
+            f"The database holds users whose names contain {RESERVED_IN_USERNAMES!r}, which"
+            f" names clients acting for themselves (client:<id>): {listed}. Rename or remove"
+            " them (back the database up first), then start again."
+        )
+
+
+def username_problem(username: str) -> str | None:
+    """Why `username` may not be a user's name, as a sentence; None when it may."""
+    if RESERVED_IN_USERNAMES in username:
+        return (
+            f"The username must not contain {RESERVED_IN_USERNAMES!r}: names like client:<id>"
+            " belong to clients acting for themselves."
+        )
+    return None
+
+
+def check_stored_usernames(storage: Storage) -> None:
+    """Raises ClashingUsernames when a stored user's name could be a client's own name (users
+    made before names were checked). Called wherever the database is prepared."""
+    clashing = storage.usernames_containing(RESERVED_IN_USERNAMES)
+    if clashing:
+        raise ClashingUsernames(clashing)
+
+
 def create_user(
     storage: Storage, now: int, username: str, password_hash: str | None, claims: dict[str, Any]
 ) -> User | None:
-    """None when the username is taken."""
+    """None when the username is taken; raises ReservedUsername when it may not be one."""
+    problem = username_problem(username)
+    if problem is not None:
+        raise ReservedUsername(problem)
     user = User(secrets_at_rest.new_id(), username, password_hash, claims)
     return user if storage.add_user(user, now) else None
 

@@ -12,7 +12,8 @@ of a well-formed request, grant, need_claims or deny, is returned as one `Outcom
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -106,6 +107,25 @@ def _keep_one_subject_per_issuer(
             storage.forget_issuer_claims(ticket, party, issuer)
 
 
+def _count_refused_request(storage: Storage, digest: str) -> None:
+    """A request refused with invalid_request counts toward the ticket's requests, and nothing
+    else of it is recorded; the last one finishes the ticket."""
+    with storage.transaction():
+        if storage.count_ticket_request(digest) >= MAX_TICKET_REQUESTS:
+            storage.finish_ticket(digest)
+
+
+@contextmanager
+def _counted_if_refused(storage: Storage, digest: str) -> Iterator[None]:
+    """Counts the request when what it wraps refuses it with invalid_request (after the
+    transaction it wraps has rolled back)."""
+    try:
+        yield
+    except InvalidRequest:
+        _count_refused_request(storage, digest)
+        raise
+
+
 def request_authorization(
     storage: Storage,
     rules: RuleSet,
@@ -121,7 +141,7 @@ def request_authorization(
     rpt_key: bytes,
     limits: Limits = _DEFAULT_LIMITS,
 ) -> Outcome:
-    _open_ticket(storage, unverified_ticket, now)
+    opened = _open_ticket(storage, unverified_ticket, now)
     # Verification (signatures, key look-ups) happens outside the write lock; nothing is recorded
     # unless every claim object passes.
     try:
@@ -142,10 +162,11 @@ def request_authorization(
             error.description, headers={"Retry-After": str(error.retry_after)}
         ) from None
     except ClaimsError as error:
+        _count_refused_request(storage, opened.digest)
         raise InvalidRequest(error.description) from None
     party = aat.owner
 
-    with storage.transaction():
+    with _counted_if_refused(storage, opened.digest), storage.transaction():
         ticket = _open_ticket(storage, unverified_ticket, now)  # again, under the lock
         resource_set = storage.find_resource_set(ticket.resource_set_id)
         if resource_set is None:

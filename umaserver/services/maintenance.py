@@ -1,20 +1,107 @@
-"""Forgetting what has expired: tickets and RPTs a day after their expiry (an expired ticket is
-remembered that long so that it can be told apart from an unknown one), assertion uses at their
-expiry. Deletes in bounded batches, so no single write holds the lock for long."""
+"""Forgetting what has expired, on a schedule and off the request path.
+
+`prune` deletes what expired more than a day ago (`EXPIRED_MEMORY`): tickets with the claims gathered
+for them (an expired ticket is remembered that long so that it can be told apart from an unknown
+one), assertion uses, RPTs with their permissions, and PATs and AATs (after their RPTs: an RPT may
+outlive its AAT, and a token with an RPT still stored under it stays). Each batch of at most `BATCH`
+rows is its own short transaction, so no write holds the lock for long, and several processes may
+prune one database at once: each deletes what the others have not.
+
+`PruneJob` runs `prune` every `[maintenance] prune_interval` seconds on a thread of its own; the
+app starts it and stops it with itself. "Now" is the app's clock.
+"""
 
 from __future__ import annotations
 
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..clock import Clock
 from ..storage import Storage
 
-# Seconds an expired ticket is remembered (to answer expired_ticket), and an expired RPT kept.
+log = logging.getLogger("umaserver.maintenance")
+
+# Seconds an expired ticket, RPT, access token or assertion use is remembered after its expiry.
 EXPIRED_MEMORY = 24 * 3600
 BATCH = 500
 
 
-def prune_tickets(storage: Storage, now: int) -> None:
-    storage.delete_tickets_expired_before(now - EXPIRED_MEMORY, BATCH)
-    storage.delete_assertion_uses_expired_before(now, BATCH)
+@dataclass(frozen=True)
+class Pruned:
+    tickets: int = 0
+    assertion_uses: int = 0
+    rpts: int = 0
+    access_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.tickets + self.assertion_uses + self.rpts + self.access_tokens
 
 
-def prune_rpts(storage: Storage, now: int) -> None:
-    storage.delete_rpts_expired_before(now - EXPIRED_MEMORY, BATCH)
+def _in_batches(delete: Callable[[int, int], int], moment: int, batch: int) -> int:
+    deleted = 0
+    while True:
+        count = delete(moment, batch)
+        deleted += count
+        if count < batch:
+            return deleted
+
+
+def prune(storage: Storage, now: int, batch: int = BATCH) -> Pruned:
+    """Deletes, batch by batch, what expired before `now - EXPIRED_MEMORY`; what it deleted."""
+    moment = now - EXPIRED_MEMORY
+    return Pruned(
+        tickets=_in_batches(storage.delete_tickets_expired_before, moment, batch),
+        assertion_uses=_in_batches(storage.delete_assertion_uses_expired_before, moment, batch),
+        rpts=_in_batches(storage.delete_rpts_expired_before, moment, batch),
+        access_tokens=_in_batches(storage.delete_access_tokens_expired_before, moment, batch),
+    )
+
+
+class PruneJob:
+    """`prune` every `interval` seconds on a daemon thread, each run on a handle of its own."""
+
+    def __init__(self, open_storage: Callable[[], Storage], clock: Clock, interval: float) -> None:
+        self._open_storage = open_storage
+        self._clock = clock
+        self._interval = interval
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> Pruned:
+        """One pruning, now (the thread's one step)."""
+        storage = self._open_storage()
+        try:
+            pruned = prune(storage, self._clock.now())
+        finally:
+            storage.close()
+        if pruned.total:
+            log.info(
+                "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d",
+                pruned.tickets,
+                pruned.assertion_uses,
+                pruned.rpts,
+                pruned.access_tokens,
+            )
+        return pruned
+
+    def start(self) -> None:
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="umaserver-prune", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._interval):
+            try:
+                self.run_once()
+            except Exception:  # a locked or unwritable database: try again at the next interval
+                log.exception("pruning failed; trying again in %s s", self._interval)

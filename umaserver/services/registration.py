@@ -3,13 +3,13 @@ asks of this server. Every operation is scoped to the PAT's owner and resource s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .. import secrets_at_rest
 from ..errors import InvalidResourceSetId, InvalidScope, echo
 from ..storage import Storage
 from ..storage.records import AccessToken, ResourceSet, Ticket
-from .maintenance import prune_tickets
 
 
 def create_resource_set(
@@ -19,6 +19,36 @@ def create_resource_set(
     resource_set = ResourceSet(secrets_at_rest.new_id(), pat.owner, pat.client_id, description)
     storage.add_resource_set(resource_set, now)
     return resource_set
+
+
+def replace_resource_set(
+    storage: Storage, now: int, pat: AccessToken, rs_id: str, description: dict[str, Any]
+) -> bool:
+    """Replaces the description of one of this owner's and resource server's sets; False when
+    there is none. A scope the update removes is taken out of the open tickets that ask for it (a
+    ticket left with none is finished) and out of the permissions on the set (a permission left
+    with none is deleted), in the same transaction."""
+    with storage.transaction():
+        existing = storage.get_resource_set(rs_id, pat.owner, pat.client_id)
+        if existing is None:
+            return False
+        storage.replace_resource_set(rs_id, pat.owner, pat.client_id, description, now)
+        kept = set(description["scopes"])
+        if set(existing.description["scopes"]) <= kept:
+            return True
+        for ticket in storage.open_tickets_for(rs_id):
+            scopes = tuple(scope for scope in ticket.scopes if scope in kept)
+            if not scopes:
+                storage.finish_ticket(ticket.digest)
+            elif scopes != ticket.scopes:
+                storage.set_ticket_scopes(ticket.digest, scopes)
+        for rpt_digest, permission in storage.permissions_on(rs_id):
+            scopes = tuple(scope for scope in permission.scopes if scope in kept)
+            if not scopes:
+                storage.delete_permission(rpt_digest, rs_id)
+            elif scopes != permission.scopes:
+                storage.put_permission(rpt_digest, replace(permission, scopes=scopes))
+    return True
 
 
 def register_permission(
@@ -39,17 +69,15 @@ def register_permission(
     if unknown:
         raise InvalidScope(f"The scope {echo(unknown[0])} is not registered on this resource set.")
     ticket = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
-    with storage.transaction():
-        storage.add_ticket(
-            Ticket(
-                digest=secrets_at_rest.digest(ticket),
-                owner=pat.owner,
-                client_id=pat.client_id,
-                resource_set_id=resource_set.id,
-                scopes=tuple(dict.fromkeys(scopes)),
-                created_at=now,
-                expires_at=now + lifetime,
-            )
+    storage.add_ticket(
+        Ticket(
+            digest=secrets_at_rest.digest(ticket),
+            owner=pat.owner,
+            client_id=pat.client_id,
+            resource_set_id=resource_set.id,
+            scopes=tuple(dict.fromkeys(scopes)),
+            created_at=now,
+            expires_at=now + lifetime,
         )
-        prune_tickets(storage, now)
+    )
     return ticket

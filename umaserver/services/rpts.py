@@ -14,7 +14,6 @@ from .. import secrets_at_rest
 from ..config import Lifetimes
 from ..storage import Storage
 from ..storage.records import AccessToken, Permission, Rpt
-from .maintenance import prune_rpts
 
 
 def issue_rpt(
@@ -34,7 +33,6 @@ def issue_rpt(
     with storage.transaction():
         storage.revoke_rpts_of(aat.digest)
         storage.add_rpt(record)
-        prune_rpts(storage, now)
     return rpt, record
 
 

@@ -52,6 +52,10 @@ class Users(Protocol):
 
     def get_username(self, sub: str) -> str | None: ...
 
+    def usernames_containing(self, text: str) -> list[str]:
+        """The usernames that contain `text` (case-sensitive), sorted."""
+        ...
+
 
 class AccessTokens(Protocol):
     def add_access_token(self, token: AccessToken) -> None: ...
@@ -62,6 +66,11 @@ class AccessTokens(Protocol):
 
     def revoke_access_token(self, digest: str) -> bool:
         """False when no such unrevoked token exists."""
+        ...
+
+    def delete_access_tokens_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` PATs and AATs that expired before `moment` and under which no
+        RPT is stored any more (an RPT may outlive its AAT: it goes first)."""
         ...
 
 
@@ -111,6 +120,14 @@ class Tickets(Protocol):
 
     def delete_tickets_expired_before(self, moment: int, limit: int) -> int:
         """Forgets at most `limit` tickets that expired before `moment`, with their claims."""
+        ...
+
+    def open_tickets_for(self, rs_id: str) -> list[Ticket]:
+        """The open tickets (expired or not) that ask for this resource set."""
+        ...
+
+    def set_ticket_scopes(self, digest: str, scopes: tuple[str, ...]) -> bool:
+        """Replaces the scopes an open ticket asks for; False when it is not open."""
         ...
 
 
@@ -174,6 +191,14 @@ class Permissions(Protocol):
     ) -> list[Permission]:
         """The RPT's unexpired permissions on sets of this owner registered by this resource
         server, in the order they were issued."""
+        ...
+
+    def permissions_on(self, rs_id: str) -> list[tuple[str, Permission]]:
+        """Every permission (expired or not) on this resource set, with its RPT's digest."""
+        ...
+
+    def delete_permission(self, rpt_digest: str, rs_id: str) -> bool:
+        """False when the RPT has no permission on that set."""
         ...
 
 

@@ -65,6 +65,12 @@ class Accounts(Base):
         row = self._one("SELECT username FROM users WHERE sub = ?", (sub,))
         return None if row is None else str(row["username"])
 
+    def usernames_containing(self, text: str) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT username FROM users WHERE instr(username, ?) > 0 ORDER BY username", (text,)
+        ).fetchall()
+        return [str(row["username"]) for row in rows]
+
     # -- PATs and AATs -------------------------------------------------------------------------
 
     def add_access_token(self, token: AccessToken) -> None:
@@ -107,4 +113,12 @@ class Accounts(Base):
                 "UPDATE access_tokens SET revoked = 1 WHERE digest = ? AND revoked = 0", (digest,)
             )
             == 1
+        )
+
+    def delete_access_tokens_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM access_tokens WHERE digest IN"
+            " (SELECT t.digest FROM access_tokens AS t WHERE t.expires_at < ?"
+            " AND NOT EXISTS (SELECT 1 FROM rpts AS r WHERE r.aat_digest = t.digest) LIMIT ?)",
+            (moment, limit),
         )

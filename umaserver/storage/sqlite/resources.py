@@ -101,19 +101,23 @@ class Resources(Base):
         )
 
     def get_ticket(self, digest: str) -> Ticket | None:
-        row = self._one("SELECT * FROM tickets WHERE digest = ?", (digest,))
-        if row is None:
-            return None
-        return Ticket(
-            digest=row["digest"],
-            owner=row["owner"],
-            client_id=row["client_id"],
-            resource_set_id=row["resource_set_id"],
-            scopes=tuple(json.loads(row["scopes"])),
-            created_at=row["created_at"],
-            expires_at=row["expires_at"],
-            requests=row["requests"],
-            state=row["state"],
+        return _ticket(self._one("SELECT * FROM tickets WHERE digest = ?", (digest,)))
+
+    def open_tickets_for(self, rs_id: str) -> list[Ticket]:
+        rows = self.conn.execute(
+            "SELECT * FROM tickets WHERE resource_set_id = ? AND state = 'open'"
+            " ORDER BY created_at, rowid",
+            (rs_id,),
+        ).fetchall()
+        return [ticket for row in rows if (ticket := _ticket(row)) is not None]
+
+    def set_ticket_scopes(self, digest: str, scopes: tuple[str, ...]) -> bool:
+        return (
+            self._write(
+                "UPDATE tickets SET scopes = ? WHERE digest = ? AND state = 'open'",
+                (json.dumps(list(scopes)), digest),
+            )
+            == 1
         )
 
     def count_ticket_request(self, digest: str) -> int:
@@ -151,3 +155,19 @@ def _resource_set(row: sqlite3.Row | None) -> ResourceSet | None:
     if row is None:
         return None
     return ResourceSet(row["id"], row["owner"], row["client_id"], json.loads(row["description"]))
+
+
+def _ticket(row: sqlite3.Row | None) -> Ticket | None:
+    if row is None:
+        return None
+    return Ticket(
+        digest=row["digest"],
+        owner=row["owner"],
+        client_id=row["client_id"],
+        resource_set_id=row["resource_set_id"],
+        scopes=tuple(json.loads(row["scopes"])),
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        requests=row["requests"],
+        state=row["state"],
+    )

@@ -98,6 +98,22 @@ class Tokens(Base):
         ).fetchall()
         return [_permission(row) for row in rows]
 
+    def permissions_on(self, rs_id: str) -> list[tuple[str, Permission]]:
+        rows = self.conn.execute(
+            "SELECT * FROM permissions WHERE resource_set_id = ? ORDER BY issued_at, rpt_digest",
+            (rs_id,),
+        ).fetchall()
+        return [(str(row["rpt_digest"]), _permission(row)) for row in rows]
+
+    def delete_permission(self, rpt_digest: str, rs_id: str) -> bool:
+        return (
+            self._write(
+                "DELETE FROM permissions WHERE rpt_digest = ? AND resource_set_id = ?",
+                (rpt_digest, rs_id),
+            )
+            == 1
+        )
+
 
 def _rpt(row: sqlite3.Row | None) -> Rpt | None:
     if row is None:
