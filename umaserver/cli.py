@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -112,12 +113,15 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
     config = _config(ctx)
     _prepare(config)
     app = _app(config)
-    host = host or config.server.host
-    port = config.server.port if port is None else port
+    settings = replace(
+        config.server,
+        host=host or config.server.host,
+        port=config.server.port if port is None else port,
+        threads=threads or config.server.threads,
+    )
+    host, port = settings.host, settings.port
     try:
-        server = make_server(
-            app, config.limits.max_body_bytes, host, port, threads or config.server.threads
-        )
+        server = make_server(app, config.limits.max_body_bytes, settings)
     except OSError as error:  # the port is taken, the address is not this machine's, ...
         fail(f"Cannot listen on {host}:{port}: {error.strerror or error}.")
     click.echo(
