@@ -7,6 +7,7 @@ Successful commands print JSON on stdout; errors go to stderr as plain sentences
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from .config import Config, ConfigError, load_config
 from .policy.rule_file import PolicyError, load_rules
 from .services import accounts
 from .services.decision import AccessRequest, Supplier, any_client, decide_access, owner_name
-from .storage import Storage, StorageError, open_storage, prepare_database
+from .storage import Storage, StorageError, open_storage, prepare_database, write_problem
 
 
 class Failure(click.ClickException):
@@ -88,6 +89,9 @@ def init(ctx: click.Context) -> None:
     """Create or upgrade the database (safe to run twice; back it up before an upgrade)."""
     config = _config(ctx)
     found, left = _prepare(config)
+    problem = write_problem(config.database)
+    if problem is not None:
+        fail(f"The database {config.database} cannot be written: {problem}.")
     emit(
         {
             "database": str(config.database),
@@ -112,6 +116,15 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
     configure_logging()
     config = _config(ctx)
     _prepare(config)
+    problem = write_problem(config.database)
+    if problem is not None:
+        # Serve anyway: reads may work, writes answer 503 until the storage can be written, and
+        # that happens without a restart.
+        logging.getLogger("umaserver").error(
+            "The database %s cannot be written: %s; requests that write answer 503 until it can.",
+            config.database,
+            problem,
+        )
     app = _app(config)
     settings = replace(
         config.server,
