@@ -94,7 +94,7 @@ def timed_get(url: str) -> float:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[LiveServer]:
-    started = start_server(tmp_path, "[server]\nrequest_head_timeout = 3\n")
+    started = start_server(tmp_path, "[server]\nrequest_head_timeout = 3\nbody_timeout = 2\n")
     yield started
     stop_server(started)
 
@@ -138,3 +138,27 @@ def test_a_connection_that_sends_nothing_is_closed_too(server: LiveServer) -> No
         began = time.monotonic()
         assert sock.recv(1) == b""
         assert 3 <= time.monotonic() - began < 3 + 2.5
+
+
+def test_a_body_that_trickles_is_closed_after_body_timeout(server: LiveServer) -> None:
+    parts = urlsplit(server.url)
+    assert parts.hostname is not None and parts.port is not None
+    with socket.create_connection((parts.hostname, parts.port), timeout=1) as sock:
+        sock.sendall(
+            b"POST /rs/resource_set HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100\r\n\r\n{"
+        )
+        began = time.monotonic()
+        closed_after = None
+        while time.monotonic() - began < 8:
+            try:
+                sock.send(b" ")
+                if sock.recv(1) == b"":
+                    closed_after = time.monotonic() - began
+                    break
+            except TimeoutError:
+                continue  # nothing to read yet: send another byte
+            except OSError:
+                closed_after = time.monotonic() - began
+                break
+        assert closed_after is not None and 2 <= closed_after < 2 + 2.5
