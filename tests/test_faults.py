@@ -1,24 +1,29 @@
 """Faults of the storage and of the process, against a real server.
 
-- The database's file system remounted read-only, then writable again; a full disk, then space
-  freed: writes answer 503 `temporarily_unavailable` with `Retry-After: 5` and one log line each (no
+- The database's file system remounted read-only, then writable again; the database file made
+  read-only (the server running as nobody), then its mode restored; a full disk, then space freed: writes answer 503 `temporarily_unavailable` with `Retry-After: 5` and one log line each (no
   traceback), and the server recovers by itself, without a restart.
 - `serve` on a database it cannot write logs one ERROR and serves; `init` exits 1 with a sentence.
 - SIGKILL during 8 concurrent writers: after a restart every acknowledged write is there and
   `PRAGMA integrity_check` says ok.
 
 Tests run as root, which ignores file modes: the storage is a small tmpfs mounted for the test (the
-database file is reached through a symbolic link into it), remounted read-only or filled up.
+database file is reached through a symbolic link into it), remounted read-only or filled up, or the
+server runs as the user nobody (setpriv) and the file's mode is changed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import os
+import pwd
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -248,3 +253,55 @@ def test_sigkill_during_concurrent_writes_loses_no_acknowledged_write(tmp_path: 
             assert http.get(f"{again.url}/rs/resource_set/{rs_id}", timeout=10).status_code == 200
     finally:
         stop_server(again)
+
+
+@pytest.fixture
+def nobody_folder() -> Iterator[Path]:
+    """A folder the user nobody can write (pytest's own tmp_path is root's alone)."""
+    folder = Path(tempfile.mkdtemp(prefix="umaserver-nobody-"))
+    os.chown(folder, pwd.getpwnam("nobody").pw_uid, -1)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_read_only_database_file_is_written_again_once_its_mode_is_restored(
+    nobody_folder: Path,
+) -> None:
+    """The file mode, not the file system: the server runs as nobody, for whom modes count."""
+    probe = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=nobody",
+            f"--regid={pwd.getpwnam('nobody').pw_gid}",
+            "--init-groups",
+            "true",
+        ],
+        check=False,
+    )
+    if probe.returncode != 0:
+        pytest.skip("setpriv cannot switch to the user nobody here")
+    database = nobody_folder / "uma.db"
+    server = start_server(nobody_folder, as_user="nobody")
+    try:
+        http = pat_of(server)
+        assert create(server, http, "before").status_code == 201
+        database.chmod(0o444)
+        assert_unavailable(create(server, http, "while read-only"))
+    finally:
+        stop_server(server)
+
+    # Started on a database it cannot write: one ERROR, and it serves.
+    server = start_server(nobody_folder, as_user="nobody")
+    try:
+        errors = [line for line in server.output().splitlines() if " ERROR " in line]
+        assert len(errors) == 1 and "cannot be written" in errors[0], server.output()
+        assert_unavailable(create(server, http, "still read-only"))
+        database.chmod(0o644)
+        # Mode restored: written again, without a restart.
+        assert create(server, http, "after").status_code == 201
+        assert len(http.get(server.url + "/rs/resource_set", timeout=10).json()) == 2
+        assert "Traceback" not in server.output()
+    finally:
+        stop_server(server)

@@ -5,10 +5,16 @@ error, a lock held past the busy timeout. SQLite says so with one of `UNAVAILABL
 the connection raises `StorageUnavailable` for them (nothing was changed), and the handle opens a
 new connection before its next operation: an old one can keep a read-only view of the database (its
 `-shm` file) after the storage is writable again.
+
+SQLite creates the `-wal` and `-shm` files with the database file's mode. Made while the file was
+read-only, they stay read-only after its mode is restored, and every later connection would be
+read-only too: `connect` gives them the database file's mode again when it is writable and they
+are not.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -63,6 +69,7 @@ class Connection(sqlite3.Connection):
 
 def connect(path: Path) -> Connection:
     """A new connection; StorageUnavailable when the storage cannot be opened right now."""
+    _match_side_files(path)
     try:
         conn = sqlite3.connect(
             path,
@@ -126,6 +133,17 @@ class Base:
     def _one(self, sql: str, parameters: Iterable[Any] = ()) -> sqlite3.Row | None:
         row: sqlite3.Row | None = self.conn.execute(sql, tuple(parameters)).fetchone()
         return row
+
+
+def _match_side_files(path: Path) -> None:
+    """Gives the -wal and -shm files the database file's mode if it is writable and they are not
+    (see the module); a file of another owner is left as it is."""
+    for suffix in ("-shm", "-wal"):
+        side = path.with_name(path.name + suffix)
+        if os.access(side, os.W_OK) or not side.exists() or not os.access(path, os.W_OK):
+            continue
+        with suppress(OSError):
+            side.chmod(path.stat().st_mode & 0o777)
 
 
 def _roll_back(conn: sqlite3.Connection) -> None:
