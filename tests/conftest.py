@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import socket
 import sqlite3
 import subprocess
@@ -260,8 +261,13 @@ class LiveServer:
 
 
 def start_server(
-    folder: Path, extra_config: str = "", threads: int = 8, rules_text: str = ""
+    folder: Path,
+    extra_config: str = "",
+    threads: int = 8,
+    rules_text: str = "",
+    as_user: str | None = None,
 ) -> LiveServer:
+    """`as_user`: run the server as that user (setpriv), so that file modes hold even for root."""
     (folder / "policies.toml").write_text(rules_text, encoding="utf-8")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -270,8 +276,17 @@ def start_server(
     log_path = folder / "server.log"
     # A file, not a pipe: a pipe nobody reads would stall a server that logs a lot.
     log = log_path.open("w", encoding="utf-8")
+    run_as = []
+    if as_user is not None:
+        run_as = [
+            "setpriv",
+            f"--reuid={as_user}",
+            f"--regid={pwd.getpwnam(as_user).pw_gid}",
+            "--init-groups",
+        ]
     process = subprocess.Popen(
         [
+            *run_as,
             sys.executable,
             "-m",
             "umaserver",

@@ -47,6 +47,10 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert config.lifetimes.ticket == 300
     assert config.server.port == 8080
     assert config.maintenance.prune_interval == 300
+    assert config.server.connection_limit == 1000
+    assert config.server.request_head_timeout == 10
+    assert config.server.body_timeout == 30
+    assert config.server.channel_timeout == 60
     assert config.url("/rs") == "https://uma.example/rs"
     assert SECRET not in repr(config)
 
@@ -92,6 +96,21 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
         ),
         (GOOD + "[server]\nport = true\n", ["server.port: must be an integer, not a boolean"]),
         (GOOD + "[server]\nport = 70000\n", ["server.port: must be between 1 and 65535"]),
+        (
+            GOOD + "[server]\nconnection_limit = 0\nrequest_head_timeout = -1\n",
+            [
+                "server.connection_limit: must be greater than 0",
+                "server.request_head_timeout: must be greater than 0",
+            ],
+        ),
+        (
+            GOOD + '[server]\nbody_timeout = "30s"\nchannel_timeout = 1.5\n',
+            [
+                "server.body_timeout: must be an integer, not a string",
+                "server.channel_timeout: must be an integer, not a float",
+            ],
+        ),
+        (GOOD + "[server]\nhead_timeout = 5\n", ["server.head_timeout: unknown key"]),
         (
             GOOD + '[lifetimes]\nticket = "5m"\n',
             ["lifetimes.ticket: must be an integer, not a string"],

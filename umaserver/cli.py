@@ -7,7 +7,9 @@ Successful commands print JSON on stdout; errors go to stderr as plain sentences
 from __future__ import annotations
 
 import json
+import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NoReturn
 from urllib.parse import urlsplit
@@ -24,7 +26,7 @@ from .config import Config, ConfigError, load_config
 from .policy.rule_file import PolicyError, load_rules
 from .services import accounts
 from .services.decision import AccessRequest, Supplier, any_client, decide_access, owner_name
-from .storage import Storage, StorageError, open_storage, prepare_database
+from .storage import Storage, StorageError, open_storage, prepare_database, write_problem
 
 
 class Failure(click.ClickException):
@@ -95,6 +97,9 @@ def init(ctx: click.Context) -> None:
     """Create or upgrade the database (safe to run twice; back it up before an upgrade)."""
     config = _config(ctx)
     found, left = _prepare(config)
+    problem = write_problem(config.database)
+    if problem is not None:
+        fail(f"The database {config.database} cannot be written: {problem}.")
     emit(
         {
             "database": str(config.database),
@@ -119,13 +124,25 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
     configure_logging()
     config = _config(ctx)
     _prepare(config)
-    app = _app(config)
-    host = host or config.server.host
-    port = config.server.port if port is None else port
-    try:
-        server = make_server(
-            app, config.limits.max_body_bytes, host, port, threads or config.server.threads
+    problem = write_problem(config.database)
+    if problem is not None:
+        # Serve anyway: reads may work, writes answer 503 until the storage can be written, and
+        # that happens without a restart.
+        logging.getLogger("umaserver").error(
+            "The database %s cannot be written: %s; requests that write answer 503 until it can.",
+            config.database,
+            problem,
         )
+    app = _app(config)
+    settings = replace(
+        config.server,
+        host=host or config.server.host,
+        port=config.server.port if port is None else port,
+        threads=threads or config.server.threads,
+    )
+    host, port = settings.host, settings.port
+    try:
+        server = make_server(app, config.limits.max_body_bytes, settings)
     except OSError as error:  # the port is taken, the address is not this machine's, ...
         fail(f"Cannot listen on {host}:{port}: {error.strerror or error}.")
     click.echo(

@@ -36,6 +36,14 @@ class ServerSettings:
     host: str = "127.0.0.1"
     port: int = 8080
     threads: int = 8
+    # Connections waitress holds open at once; past it, new ones wait in the listen backlog.
+    connection_limit: int = 1000
+    # Seconds a request's line and headers may take to arrive, however slowly they trickle.
+    request_head_timeout: int = 10
+    # Seconds a request's body may take to arrive, counted from the end of its headers.
+    body_timeout: int = 30
+    # Seconds an idle connection (between requests) is kept open.
+    channel_timeout: int = 60
 
 
 @dataclass(frozen=True)
@@ -308,6 +316,15 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         host=section.take("host", str, ServerSettings.host, _non_empty),
         port=section.take("port", int, ServerSettings.port, _port),
         threads=section.take("threads", int, ServerSettings.threads, _positive),
+        **{
+            name: section.take(name, int, getattr(ServerSettings, name), _positive)
+            for name in (
+                "connection_limit",
+                "request_head_timeout",
+                "body_timeout",
+                "channel_timeout",
+            )
+        },
     )
     section.finish()
 

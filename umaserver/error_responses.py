@@ -12,7 +12,8 @@ from typing import Any
 from flask import Flask, Response
 from werkzeug.exceptions import HTTPException
 
-from .errors import APIError, ServerError
+from .errors import APIError, ServerError, StorageUnavailableError
+from .storage.errors import StorageUnavailable
 
 log = logging.getLogger("umaserver")
 
@@ -62,7 +63,15 @@ def _render_unexpected(exc: Exception) -> Response:
     return render(ServerError())
 
 
+def _render_storage_unavailable(exc: StorageUnavailable) -> Response:
+    # One line, no traceback: the cause is the storage (read-only, full, failing), not the code,
+    # and a traceback per request would bury the one thing the operator must read.
+    log.error("the database cannot be used right now: %s", exc)
+    return render(StorageUnavailableError())
+
+
 def register_error_handlers(app: Flask) -> None:
+    app.register_error_handler(StorageUnavailable, _render_storage_unavailable)
     app.register_error_handler(APIError, render)
     app.register_error_handler(HTTPException, _render_http)
     app.register_error_handler(Exception, _render_unexpected)

@@ -129,6 +129,18 @@ class TemporarilyUnavailable(APIError):
     description = "The claims cannot be checked right now; try again shortly."
 
 
+class StorageUnavailableError(APIError):
+    """The database cannot be read or written right now (read-only, a full disk, an I/O error);
+    nothing was changed, and the same request may succeed shortly."""
+
+    status = 503
+    error = "temporarily_unavailable"
+    description = "The server cannot store or read data right now; try again shortly."
+
+    def __init__(self) -> None:
+        super().__init__(headers={"Retry-After": "5"})
+
+
 class NeedClaims(APIError):
     status = 403
     error = "need_claims"

@@ -1,8 +1,21 @@
-"""Serving with waitress, so that even the errors waitress answers by itself speak our JSON.
+"""Serving with waitress, so that even the errors waitress answers by itself speak our JSON, and
+slow clients cannot hold the server.
 
 Waitress refuses some requests before the app sees them (a body over `max_request_body_size`,
 malformed HTTP); its own answers are plain text. A channel class with a JSON error task keeps the
 one error shape for every response.
+
+Waitress closes a connection only after `channel_timeout` seconds without a byte, so a client that
+trickles a header byte a second holds its connection for ever; a few hundred of them fill the
+connection limit and nobody else is answered. The channel here gives each request a deadline for
+its head (request line and headers, `request_head_timeout`) and one for its body (`body_timeout`),
+however the bytes trickle, and closes the connection that misses one. The check runs each time
+waitress's loop asks the channel whether it wants to read: at least once a second
+(`asyncore_loop_timeout`), whatever the clients do. The defence is per connection, not per
+address: slow clients from one address or from many are closed alike.
+
+A request with both `Content-Length` and `Transfer-Encoding` is refused with 400 and its
+connection closed (RFC 9112 6.1): the two framings could smuggle a second request past a proxy.
 """
 
 from __future__ import annotations
@@ -10,12 +23,18 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 from typing import Any
 
 from flask import Flask
 from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser, ParsingError
 from waitress.server import create_server
 from waitress.task import ErrorTask
+
+from .config import ServerSettings
+
+log = logging.getLogger("umaserver.serving")
 
 _CODES = {500: "server_error"}
 
@@ -56,21 +75,111 @@ class JSONErrorTask(ErrorTask):  # type: ignore[misc]
         self.write(body)
 
 
+class OneFramingParser(HTTPRequestParser):  # type: ignore[misc]
+    """Waitress's parser, refusing a request framed both by Content-Length and Transfer-Encoding."""
+
+    def parse_header(self, header_plus: bytes) -> None:
+        super().parse_header(header_plus)
+        # For HTTP/1.1 waitress has taken Transfer-Encoding out of the headers and set `chunked`;
+        # for HTTP/1.0 it leaves the header in place and reads the body by Content-Length.
+        framed_twice = self.chunked or "TRANSFER_ENCODING" in self.headers
+        if framed_twice and "CONTENT_LENGTH" in self.headers:
+            # The error task answers 400 and closes the connection: nothing after it is read.
+            raise ParsingError("Content-Length and Transfer-Encoding must not both be sent")
+
+
 class JSONErrorChannel(HTTPChannel):  # type: ignore[misc]
+    """One connection: JSON errors, one framing per request, and deadlines for slow requests.
+
+    `head_timeout` and `body_timeout` (seconds) are set on the subclass `make_server` builds.
+    The head clock of the first request starts when the connection is accepted; of a later one,
+    at its first byte (an idle keep-alive connection is waitress's `channel_timeout`'s business).
+    While the channel is busy with a request or its answer, the next request's clocks wait.
+    """
+
     error_task_class = JSONErrorTask
+    parser_class = OneFramingParser
+    head_timeout: float = ServerSettings.request_head_timeout
+    body_timeout: float = ServerSettings.body_timeout
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._head_from: float | None = time.monotonic()
+        self._body_from: float | None = None
+        self._busy = False
+        super().__init__(*args, **kwargs)
+
+    def received(self, data: bytes) -> bool:
+        before = self.request
+        result: bool = super().received(data)
+        request = self.request
+        if request is None:  # nothing partial left: no clock runs until the next byte
+            self._head_from = self._body_from = None
+            return result
+        now = time.monotonic()
+        if request is not before:
+            # A new request began in this data; the first one of a connection counts from accept.
+            if before is not None or self._head_from is None:
+                self._head_from = now
+            self._body_from = None
+        if request.headers_finished and self._body_from is None:
+            self._body_from = now
+        return result
+
+    def readable(self) -> bool:
+        if (
+            self.requests
+            or self.total_outbufs_len
+            or self.will_close
+            or self.close_when_flushed
+            or not self.connected
+        ):
+            self._busy = True
+            return bool(super().readable())
+        now = time.monotonic()
+        if self._busy:  # the clocks of a request that arrived while we were busy start now
+            self._busy = False
+            self._head_from = now if self._head_from is not None else None
+            self._body_from = now if self._body_from is not None else None
+        request = self.request
+        if request is None or not request.headers_finished:
+            if self._head_from is not None and now - self._head_from > self.head_timeout:
+                return self._give_up("request head", self.head_timeout)
+        elif self._body_from is not None and now - self._body_from > self.body_timeout:
+            return self._give_up("request body", self.body_timeout)
+        return bool(super().readable())
+
+    def _give_up(self, part: str, seconds: float) -> bool:
+        log.info("closed a connection from %s: its %s took over %g s", self.addr, part, seconds)
+        self._head_from = self._body_from = None
+        self.will_close = True  # waitress's loop closes it when it asks `writable`
+        return False
 
 
-def make_server(app: Flask, max_body_bytes: int, host: str, port: int, threads: int) -> Any:
+def make_server(app: Flask, max_body_bytes: int, settings: ServerSettings) -> Any:
     """A waitress server for `app`; `.run()` serves, `.close()` stops, `.effective_port` tells."""
+    channel_class = type(
+        "Channel",
+        (JSONErrorChannel,),
+        {
+            "head_timeout": settings.request_head_timeout,
+            "body_timeout": settings.body_timeout,
+        },
+    )
     server = create_server(
         app,
-        host=host,
-        port=port,
-        threads=threads,
+        host=settings.host,
+        port=settings.port,
+        threads=settings.threads,
         # Waitress refuses a larger body before buffering it (to disk): answered by our JSON task.
         max_request_body_size=max_body_bytes,
         ident="umaserver",
         clear_untrusted_proxy_headers=True,
+        connection_limit=settings.connection_limit,
+        channel_timeout=settings.channel_timeout,
+        # How often waitress looks for idle connections past channel_timeout.
+        cleanup_interval=min(settings.channel_timeout, 30),
+        # poll(), not select(): select() fails with descriptors past 1024.
+        asyncore_use_poll=True,
     )
-    server.channel_class = JSONErrorChannel
+    server.channel_class = channel_class
     return server

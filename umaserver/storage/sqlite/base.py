@@ -1,26 +1,95 @@
-"""One SQLite connection with the transaction helper every aggregate's operations share."""
+"""One SQLite connection with the transaction helper every aggregate's operations share.
+
+The storage cannot be used at times: read-only (a remount, a changed file mode), a full disk, an I/O
+error, a lock held past the busy timeout. SQLite says so with one of `UNAVAILABLE`'s result codes;
+the connection raises `StorageUnavailable` for them (nothing was changed), and the handle opens a
+new connection before its next operation: an old one can keep a read-only view of the database (its
+`-shm` file) after the storage is writable again.
+
+SQLite creates the `-wal` and `-shm` files with the database file's mode. Made while the file was
+read-only, they stay read-only after its mode is restored, and every later connection would be
+read-only too: `connect` gives them the database file's mode again when it is writable and they
+are not.
+"""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from ..errors import StorageUnavailable
+
 BUSY_TIMEOUT_MS = 10_000
 
+# Primary result codes (https://sqlite.org/rescode.html) that say the storage, not the statement,
+# is the trouble: BUSY, LOCKED, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL.
+UNAVAILABLE = {5, 6, 8, 10, 13, 14, 15}
 
-def connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(
-        path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-    )
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA foreign_keys = ON")
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    _use_wal(conn)
-    conn.execute("PRAGMA synchronous = NORMAL")
+
+def unavailable(error: sqlite3.Error) -> StorageUnavailable | None:
+    """The StorageUnavailable `error` means, or None for an error of the statement or the data."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is None or code & 0xFF not in UNAVAILABLE:
+        return None
+    name = getattr(error, "sqlite_errorname", "") or str(code)
+    return StorageUnavailable(f"{error} ({name})")
+
+
+class Connection(sqlite3.Connection):
+    """A connection that raises StorageUnavailable for the codes of UNAVAILABLE, and remembers
+    that it did (`broken`): its handle replaces it before the next operation."""
+
+    path: Path
+    broken = False
+
+    def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        try:
+            return super().execute(*args, **kwargs)
+        except sqlite3.Error as error:
+            raise self._translated(error) from error
+
+    def executemany(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
+        try:
+            return super().executemany(*args, **kwargs)
+        except sqlite3.Error as error:
+            raise self._translated(error) from error
+
+    def _translated(self, error: sqlite3.Error) -> Exception:
+        found = unavailable(error)
+        if found is None:
+            return error
+        self.broken = True
+        return found
+
+
+def connect(path: Path) -> Connection:
+    """A new connection; StorageUnavailable when the storage cannot be opened right now."""
+    _match_side_files(path)
+    try:
+        conn = sqlite3.connect(
+            path,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=Connection,
+        )
+    except sqlite3.Error as error:
+        raise (unavailable(error) or error) from error
+    conn.path = path
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        _use_wal(conn)
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -28,24 +97,34 @@ class Base:
     """The connection and the transaction helper; subclasses add the operations."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+        self._conn = conn
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection; a new one after the storage was unavailable (see the module)."""
+        conn = self._conn
+        if isinstance(conn, Connection) and conn.broken and not conn.in_transaction:
+            conn.close()  # first: a read-only view of the file it held must not be shared
+            self._conn = connect(conn.path)
+        return self._conn
 
     def close(self) -> None:
-        self.conn.close()
+        self._conn.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction; a nested use joins the outer one."""
-        if self.conn.in_transaction:
+        conn = self.conn
+        if conn.in_transaction:
             yield
             return
-        self.conn.execute("BEGIN IMMEDIATE")
+        conn.execute("BEGIN IMMEDIATE")
         try:
             yield
+            conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            _roll_back(conn)
             raise
-        self.conn.execute("COMMIT")
 
     def _write(self, sql: str, parameters: Iterable[Any] = ()) -> int:
         with self.transaction():
@@ -56,7 +135,26 @@ class Base:
         return row
 
 
-def _use_wal(conn: sqlite3.Connection) -> None:
+def _match_side_files(path: Path) -> None:
+    """Gives the -wal and -shm files the database file's mode if it is writable and they are not
+    (see the module); a file of another owner is left as it is."""
+    for suffix in ("-shm", "-wal"):
+        side = path.with_name(path.name + suffix)
+        if os.access(side, os.W_OK) or not side.exists() or not os.access(path, os.W_OK):
+            continue
+        with suppress(OSError):
+            side.chmod(path.stat().st_mode & 0o777)
+
+
+def _roll_back(conn: sqlite3.Connection) -> None:
+    """SQLite may have rolled back already (a full disk, an I/O error): the error that ended the
+    transaction is the one to raise, not a failed ROLLBACK."""
+    if conn.in_transaction:
+        with suppress(sqlite3.Error, StorageUnavailable):
+            conn.execute("ROLLBACK")
+
+
+def _use_wal(conn: Connection) -> None:
     """Switching a database to WAL needs it to itself for a moment and does not wait on the busy
     timeout: connections that open a new database together retry here instead of failing."""
     deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
@@ -64,7 +162,8 @@ def _use_wal(conn: sqlite3.Connection) -> None:
         try:
             conn.execute("PRAGMA journal_mode = WAL")
             return
-        except sqlite3.OperationalError as error:
+        except StorageUnavailable as error:
             if "locked" not in str(error) or time.monotonic() > deadline:
                 raise
+            conn.broken = False  # not broken: busy with another connection's switch
             time.sleep(0.01)
