@@ -209,6 +209,36 @@ def test_serve_says_at_start_it_cannot_write_and_init_refuses(tmp_path: Path, di
             stop_server(server)
 
 
+def test_serve_on_storage_it_cannot_open_says_so_once_serves_503_and_recovers(
+    tmp_path: Path, disk: Path
+) -> None:
+    remount(disk, "ro")  # no database yet, and none can be made
+    server = start_server(tmp_path)
+    try:
+        errors = [line for line in server.output().splitlines() if " ERROR " in line]
+        assert len(errors) == 1 and "cannot be opened" in errors[0], server.output()
+        anyone = requests.get(
+            server.url + "/rs/resource_set",
+            headers={"Authorization": "Bearer uma_at_x"},
+            timeout=10,
+        )
+        assert_unavailable(anyone)
+        remount(disk, "rw")
+        # The first request after the storage can be used prepares the database: no restart.
+        again = requests.get(
+            server.url + "/rs/resource_set",
+            headers={"Authorization": "Bearer uma_at_x"},
+            timeout=10,
+        )
+        assert again.status_code == 401, again.text
+        assert (disk / "uma.db").exists()
+        http = pat_of(server)
+        assert create(server, http, "after").status_code == 201
+        assert "Traceback" not in server.output()
+    finally:
+        stop_server(server)
+
+
 WRITERS = 8
 
 

@@ -27,16 +27,17 @@ from .clock import Clock, SystemClock
 from .config import Config, load_config
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
-from .services import accounts
+from .services.database import Opener
 from .services.maintenance import PruneJob
-from .storage import open_storage, per_request, prepare_database
+from .storage import per_request
 
 __all__ = ["create_app"]
 
 
 def create_app(config: Config | None = None, clock: Clock | None = None) -> Flask:
     """Build the app from `config`, or from the file named by UMASERVER_CONFIG, with the database
-    created or upgraded. `clock` is where every part of the server reads the time.
+    created or upgraded (or, when its storage cannot be used now, an ERROR logged and 503s until
+    it can). `clock` is where every part of the server reads the time.
 
     Raises ConfigError, PolicyError, StorageError, ClashingUsernames (a user named like a client's
     own name, from before names were checked) or ValueError (a broken JWKS file) when it cannot
@@ -53,14 +54,9 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     app.json.sort_keys = False  # type: ignore[attr-defined]
     logging.getLogger("umaserver").setLevel(logging.INFO)
 
-    prepare_database(config.database, clock.now())
-    database = config.database
-    checking = open_storage(database)
-    try:
-        accounts.check_stored_usernames(checking)
-    finally:
-        checking.close()
-    per_request.init_app(app, lambda: open_storage(database))
+    opener = Opener(config.database, clock)
+    opener.prepare_or_log()
+    per_request.init_app(app, opener)
 
     verifiers = ConfiguredVerifiers(config)
     policies = PolicyStore(config.policies)
@@ -81,7 +77,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     policies.start()
     weakref.finalize(app, policies.stop)
     # Expired tokens, tickets and claims are forgotten on a thread of their own, never in a request.
-    pruning = PruneJob(lambda: open_storage(database), clock, config.maintenance.prune_interval)
+    pruning = PruneJob(opener, clock, config.maintenance.prune_interval)
     pruning.start()
     weakref.finalize(app, pruning.stop)
 

@@ -24,9 +24,10 @@ from .claims.verifiers import ConfiguredVerifiers
 from .clock import SystemClock
 from .config import Config, ConfigError, load_config
 from .policy.rule_file import PolicyError, load_rules
-from .services import accounts
+from .services import accounts, database
 from .services.decision import AccessRequest, Supplier, any_client, decide_access, owner_name
-from .storage import Storage, StorageError, open_storage, prepare_database, write_problem
+from .storage import Storage, StorageError, open_storage, write_problem
+from .storage.per_request import opener
 
 
 class Failure(click.ClickException):
@@ -57,12 +58,7 @@ CLOCK = SystemClock()
 
 def _prepare(config: Config) -> tuple[int, int]:
     try:
-        versions = prepare_database(config.database, CLOCK.now())
-        store = open_storage(config.database)
-        try:
-            accounts.check_stored_usernames(store)
-        finally:
-            store.close()
+        versions = database.prepare(config.database, CLOCK.now())
     except (StorageError, OSError) as error:
         fail(f"The database {config.database} could not be prepared: {error}")
     except accounts.ClashingUsernames as error:
@@ -123,8 +119,11 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
 
     configure_logging()
     config = _config(ctx)
-    _prepare(config)
-    problem = write_problem(config.database)
+    app = _app(config)  # prepares the database, or logs why it cannot now
+    handles = opener(app)
+    prepared = not isinstance(handles, database.Opener) or handles.ready
+    # When it could not even be prepared, create_app has said so already.
+    problem = write_problem(config.database) if prepared else None
     if problem is not None:
         # Serve anyway: reads may work, writes answer 503 until the storage can be written, and
         # that happens without a restart.
@@ -133,7 +132,6 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
             config.database,
             problem,
         )
-    app = _app(config)
     settings = replace(
         config.server,
         host=host or config.server.host,
@@ -164,6 +162,8 @@ def _app(config: Config) -> Flask:
         fail(f"The rule file {config.policies} is broken:\n{error}")
     except accounts.ClashingUsernames as error:
         fail(str(error))
+    except StorageError as error:  # a database newer than this code, a broken migration
+        fail(f"The database {config.database} could not be prepared: {error}")
     except ValueError as error:  # a broken JWKS file of an OIDC issuer
         fail(str(error))
 

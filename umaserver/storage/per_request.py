@@ -16,6 +16,11 @@ def init_app(app: Flask, open_handle: Callable[[], Storage]) -> None:
     app.teardown_appcontext(_close)
 
 
+def opener(app: Flask) -> Callable[[], Storage]:
+    found: Callable[[], Storage] = app.extensions[_OPENER]
+    return found
+
+
 def storage() -> Storage:
     """The request's storage handle."""
     if "storage" not in g:

@@ -1,0 +1,63 @@
+"""Preparing the database: the one place it is created or upgraded and its contents checked for
+what this version no longer allows. The command line, `create_app` and so the tests call it."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from ..clock import Clock
+from ..storage import Storage, StorageUnavailable, open_storage, prepare_database
+from . import accounts
+
+log = logging.getLogger("umaserver")
+
+
+def prepare(path: Path, now: int) -> tuple[int, int]:
+    """Creates or upgrades the database: (schema version found, version left).
+
+    Raises StorageError (StorageUnavailable when the storage cannot be used right now), or
+    accounts.ClashingUsernames.
+    """
+    versions = prepare_database(path, now)
+    handle = open_storage(path)
+    try:
+        accounts.check_stored_usernames(handle)
+    finally:
+        handle.close()
+    return versions
+
+
+class Opener:
+    """Opens storage handles for a serving app. A database that could not be prepared at start
+    (read-only or full storage, a missing mount) is prepared on the first request after it can
+    be: until then each request meets StorageUnavailable (503), and no restart is needed."""
+
+    def __init__(self, path: Path, clock: Clock) -> None:
+        self.path = path
+        self.clock = clock
+        self._ready = threading.Event()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def prepare(self) -> None:
+        prepare(self.path, self.clock.now())
+        self._ready.set()
+
+    def prepare_or_log(self) -> None:
+        try:
+            self.prepare()
+        except StorageUnavailable as error:
+            log.error(
+                "The database %s cannot be opened: %s; requests answer 503 until it can.",
+                self.path,
+                error,
+            )
+
+    def __call__(self) -> Storage:
+        if not self.ready:
+            self.prepare()
+        return open_storage(self.path)
