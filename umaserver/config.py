@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,6 +15,7 @@ from urllib.parse import urlsplit
 
 from .claims.oidc_issuers import DEFAULT_ALGORITHMS, OidcIssuer
 from .claims.saml import SamlIdp
+from .toml_reader import TableReader, positive, valid_port
 
 T = TypeVar("T")
 
@@ -100,111 +100,6 @@ class Config:
         return self.issuer + path
 
 
-class _Reader:
-    """Takes keys out of one TOML table, recording every problem instead of stopping at the first."""
-
-    def __init__(self, table: dict[str, Any], where: str, errors: list[str]) -> None:
-        self.table = dict(table)
-        self.where = where
-        self.errors = errors
-
-    def _name(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def take(
-        self,
-        key: str,
-        kind: type[T],
-        default: T | None = None,
-        check: Callable[[T], str | None] | None = None,
-    ) -> T:
-        name = self._name(key)
-        if key not in self.table:
-            if default is None:
-                self.errors.append(f"{name}: missing")
-            return default  # type: ignore[return-value]  # errors already make this unusable
-        value = self.table.pop(key)
-        # bool is an int in Python, but `port = true` is a mistake worth naming.
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            self.errors.append(f"{name}: must be {_kind_name(kind)}, not {_toml_type(value)}")
-            return default  # type: ignore[return-value]
-        if check is not None and (problem := check(value)) is not None:
-            self.errors.append(f"{name}: {problem}")
-        return value
-
-    def strings(self, key: str, required: bool = False) -> tuple[str, ...]:
-        name = self._name(key)
-        if key not in self.table:
-            if required:
-                self.errors.append(f"{name}: missing")
-            return ()
-        value = self.table.pop(key)
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            self.errors.append(f"{name}: must be an array of non-empty strings")
-            return ()
-        if not value:  # leave the key out for the default; an empty list says nothing clear
-            self.errors.append(f"{name}: must not be empty")
-        return tuple(value)
-
-    def string_map(self, key: str) -> dict[str, str]:
-        """A table of non-empty strings by non-empty keys (`key = {"a" = "b"}`)."""
-        name = self._name(key)
-        value = self.table.pop(key, {})
-        if not isinstance(value, dict) or not all(
-            isinstance(v, str) and v and k for k, v in value.items()
-        ):
-            self.errors.append(f"{name}: must be a table of non-empty strings")
-            return {}
-        return dict(value)
-
-    def tables(self, key: str) -> list[_Reader]:
-        """An array of tables (`[[key]]`), one reader each."""
-        value = self.table.pop(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            self.errors.append(f"{self._name(key)}: must be an array of tables ([[{key}]])")
-            return []
-        return [
-            _Reader(item, f"{self._name(key)}[{i}]", self.errors) for i, item in enumerate(value)
-        ]
-
-    def section(self, key: str) -> _Reader:
-        value = self.table.pop(key, {})
-        if not isinstance(value, dict):
-            self.errors.append(f"{self._name(key)}: must be a table, not {_toml_type(value)}")
-            value = {}
-        return _Reader(value, self._name(key), self.errors)
-
-    def finish(self) -> None:
-        for key in sorted(self.table):
-            self.errors.append(f"{self._name(key)}: unknown key")
-
-
-def _kind_name(kind: type) -> str:
-    return {str: "a string", int: "an integer", bool: "true or false", list: "an array"}.get(
-        kind, kind.__name__
-    )
-
-
-def _toml_type(value: object) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    return {
-        str: "a string",
-        int: "an integer",
-        float: "a float",
-        list: "an array",
-        dict: "a table",
-    }.get(type(value), type(value).__name__)
-
-
-def _positive(value: int) -> str | None:
-    return None if value > 0 else "must be greater than 0"
-
-
-def _port(value: int) -> str | None:
-    return None if 0 < value < 65536 else "must be between 1 and 65535"
-
-
 def _issuer(value: str) -> str | None:
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -251,7 +146,7 @@ def _certificate(text: str, base: Path, name: str, errors: list[str]) -> str:
     return pem
 
 
-def _saml_idp(reader: _Reader, base: Path) -> SamlIdp | None:
+def _saml_idp(reader: TableReader, base: Path) -> SamlIdp | None:
     entity_id = reader.take("entity_id", str, check=_non_empty)
     certificates = reader.strings("certificates", required=True)
     pems = tuple(
@@ -271,7 +166,7 @@ def _saml_idp(reader: _Reader, base: Path) -> SamlIdp | None:
         return None
 
 
-def _oidc_issuer(reader: _Reader, base: Path) -> OidcIssuer | None:
+def _oidc_issuer(reader: TableReader, base: Path) -> OidcIssuer | None:
     issuer = reader.take("issuer", str, check=_non_empty)
     client_audiences = reader.string_map("client_audiences")
     audiences = reader.strings("audiences", required=not client_audiences)
@@ -305,7 +200,7 @@ def _no_repeats(table: str, values: list[str], key: str, errors: list[str]) -> N
 def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -> Config:
     """Validate a parsed TOML document; relative paths are taken relative to `base`."""
     errors: list[str] = []
-    top = _Reader(data, "", errors)
+    top = TableReader(data, "", errors)
     issuer = top.take("issuer", str, check=_issuer)
     database = top.take("database", str, check=_non_empty)
     policies = top.take("policies", str, check=_non_empty)
@@ -314,10 +209,10 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     section = top.section("server")
     server = ServerSettings(
         host=section.take("host", str, ServerSettings.host, _non_empty),
-        port=section.take("port", int, ServerSettings.port, _port),
-        threads=section.take("threads", int, ServerSettings.threads, _positive),
+        port=section.take("port", int, ServerSettings.port, valid_port),
+        threads=section.take("threads", int, ServerSettings.threads, positive),
         **{
-            name: section.take(name, int, getattr(ServerSettings, name), _positive)
+            name: section.take(name, int, getattr(ServerSettings, name), positive)
             for name in (
                 "connection_limit",
                 "request_head_timeout",
@@ -331,7 +226,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     section = top.section("limits")
     limits = Limits(
         **{
-            name: section.take(name, int, getattr(Limits, name), _positive)
+            name: section.take(name, int, getattr(Limits, name), positive)
             for name in (
                 "max_body_bytes",
                 "claims_per_object",
@@ -346,7 +241,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     section = top.section("lifetimes")
     lifetimes = Lifetimes(
         **{
-            name: section.take(name, int, getattr(Lifetimes, name), _positive)
+            name: section.take(name, int, getattr(Lifetimes, name), positive)
             for name in ("access_token", "rpt", "ticket", "permission")
         }
     )
@@ -355,15 +250,15 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     section = top.section("claims")
     claims = ClaimSettings(
         clock_skew=section.take("clock_skew", int, ClaimSettings.clock_skew, _not_negative),
-        saml_max_bytes=section.take("saml_max_bytes", int, ClaimSettings.saml_max_bytes, _positive),
+        saml_max_bytes=section.take("saml_max_bytes", int, ClaimSettings.saml_max_bytes, positive),
         saml_allow_sha1=section.take("saml_allow_sha1", bool, ClaimSettings.saml_allow_sha1),
         jwks_fetch_timeout=section.take(
-            "jwks_fetch_timeout", int, ClaimSettings.jwks_fetch_timeout, _positive
+            "jwks_fetch_timeout", int, ClaimSettings.jwks_fetch_timeout, positive
         ),
-        jwks_max_bytes=section.take("jwks_max_bytes", int, ClaimSettings.jwks_max_bytes, _positive),
-        jwks_refresh=section.take("jwks_refresh", int, ClaimSettings.jwks_refresh, _positive),
+        jwks_max_bytes=section.take("jwks_max_bytes", int, ClaimSettings.jwks_max_bytes, positive),
+        jwks_refresh=section.take("jwks_refresh", int, ClaimSettings.jwks_refresh, positive),
         id_token_max_lifetime=section.take(
-            "id_token_max_lifetime", int, ClaimSettings.id_token_max_lifetime, _positive
+            "id_token_max_lifetime", int, ClaimSettings.id_token_max_lifetime, positive
         ),
     )
     section.finish()
@@ -371,7 +266,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     section = top.section("maintenance")
     maintenance = MaintenanceSettings(
         prune_interval=section.take(
-            "prune_interval", int, MaintenanceSettings.prune_interval, _positive
+            "prune_interval", int, MaintenanceSettings.prune_interval, positive
         )
     )
     section.finish()

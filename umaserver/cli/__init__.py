@@ -1,0 +1,166 @@
+"""The command line: `python -m umaserver [--config FILE] COMMAND`.
+
+Successful commands print JSON on stdout; errors go to stderr as plain sentences with exit status 1
+(2 for usage errors, as click does).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from dataclasses import replace
+from typing import Any, NoReturn
+
+import click
+from flask import Flask
+
+from .. import create_app
+from ..clock import SystemClock
+from ..config import Config, ConfigError, load_config
+from ..policy.rule_file import PolicyError
+from ..services import accounts, database
+from ..storage import Storage, StorageError, open_storage, write_problem
+from ..storage.per_request import opener
+
+
+class Failure(click.ClickException):
+    """An error for a person: printed as a sentence, without click's 'Error:' prefix."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(self.format_message(), err=True)
+
+
+def fail(message: str) -> NoReturn:
+    raise Failure(message)
+
+
+def emit(document: object) -> None:
+    click.echo(json.dumps(document))
+
+
+def _config(ctx: click.Context) -> Config:
+    try:
+        config: Config = load_config(ctx.obj["config_path"])
+    except ConfigError as error:
+        fail("\n".join(error.errors))
+    return config
+
+
+CLOCK = SystemClock()
+
+
+def _prepare(config: Config) -> tuple[int, int]:
+    try:
+        versions = database.prepare(config.database, CLOCK.now())
+    except (StorageError, OSError) as error:
+        fail(f"The database {config.database} could not be prepared: {error}")
+    except accounts.ClashingUsernames as error:
+        fail(str(error))
+    return versions
+
+
+def _store(ctx: click.Context) -> Storage:
+    config = _config(ctx)
+    _prepare(config)
+    store = open_storage(config.database)
+    ctx.call_on_close(store.close)
+    return store
+
+
+@click.group()
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="The TOML settings file (default: $UMASERVER_CONFIG).",
+)
+@click.pass_context
+def main(ctx: click.Context, config_path: str | None) -> None:
+    """umaserver: a UMA authorization server."""
+    ctx.obj = {"config_path": config_path}
+
+
+@main.command()
+@click.pass_context
+def init(ctx: click.Context) -> None:
+    """Create or upgrade the database (safe to run twice; back it up before an upgrade)."""
+    config = _config(ctx)
+    found, left = _prepare(config)
+    problem = write_problem(config.database)
+    if problem is not None:
+        fail(f"The database {config.database} cannot be written: {problem}.")
+    emit(
+        {
+            "database": str(config.database),
+            "status": "ready",
+            "schema_version_found": found,
+            "schema_version": left,
+        }
+    )
+
+
+@main.command()
+@click.option("--host", help="Address to listen on (default: server.host of the config).")
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (default: server.port).")
+@click.option(
+    "--threads", type=click.IntRange(1, 1024), help="Worker threads (default: server.threads)."
+)
+@click.pass_context
+def serve(ctx: click.Context, host: str | None, port: int | None, threads: int | None) -> None:
+    """Initialise the database and serve with waitress."""
+    from ..serving import configure_logging, make_server
+
+    configure_logging()
+    config = _config(ctx)
+    app = _app(config)  # prepares the database, or logs why it cannot now
+    handles = opener(app)
+    prepared = not isinstance(handles, database.Opener) or handles.ready
+    # When it could not even be prepared, create_app has said so already.
+    problem = write_problem(config.database) if prepared else None
+    if problem is not None:
+        # Serve anyway: reads may work, writes answer 503 until the storage can be written, and
+        # that happens without a restart.
+        logging.getLogger("umaserver").error(
+            "The database %s cannot be written: %s; requests that write answer 503 until it can.",
+            config.database,
+            problem,
+        )
+    settings = replace(
+        config.server,
+        host=host or config.server.host,
+        port=config.server.port if port is None else port,
+        threads=threads or config.server.threads,
+    )
+    host, port = settings.host, settings.port
+    try:
+        server = make_server(app, config.limits.max_body_bytes, settings)
+    except OSError as error:  # the port is taken, the address is not this machine's, ...
+        fail(f"Cannot listen on {host}:{port}: {error.strerror or error}.")
+    click.echo(
+        json.dumps(
+            {
+                "serving": config.issuer,
+                "listening": f"http://{server.effective_host}:{server.effective_port}",
+            }
+        ),
+    )
+    sys.stdout.flush()
+    server.run()
+
+
+def _app(config: Config) -> Flask:
+    try:
+        return create_app(config)
+    except PolicyError as error:
+        fail(f"The rule file {config.policies} is broken:\n{error}")
+    except accounts.ClashingUsernames as error:
+        fail(str(error))
+    except StorageError as error:  # a database newer than this code, a broken migration
+        fail(f"The database {config.database} could not be prepared: {error}")
+    except ValueError as error:  # a broken JWKS file of an OIDC issuer
+        fail(str(error))
+
+
+# The command groups register themselves on `main`.
+from . import operators, rules  # noqa: E402, F401  (clients, users, tokens; the rule file)

@@ -1,0 +1,119 @@
+"""Commands on the owners' rule file: check it, and explain a decision rule by rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .. import strict_json
+from ..claims.model import ClaimsError, read_claim_objects
+from ..claims.verifiers import ConfiguredVerifiers
+from ..policy.rule_file import PolicyError, load_rules
+from ..services.decision import AccessRequest, Supplier, any_client, decide_access, owner_name
+from . import CLOCK, _config, _store, emit, fail, main
+
+# -- policies ----------------------------------------------------------------------------------
+
+
+@main.group()
+def policy() -> None:
+    """The owners' rule file: check it, and explain decisions."""
+
+
+@policy.command("check")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.pass_context
+def policy_check(ctx: click.Context, file: str | None) -> None:
+    """Validate a rule file (default: `policies` of the config), naming every error."""
+    path = Path(file) if file is not None else _config(ctx).policies
+    if not path.exists():
+        fail(
+            f"There is no rule file {path} (a server would run with no rules: nothing accessible)."
+        )
+    try:
+        rules = load_rules(path)
+    except PolicyError as error:
+        fail(f"{path}:\n{error}")
+    emit({"file": str(path), "valid": True, "rules": [rule.id for rule in rules.rules]})
+
+
+@policy.command("explain")
+@click.option("--owner", required=True, help="The resource owner's username.")
+@click.option("--resource-set", "rs_id", required=True, help="The resource set's _id.")
+@click.option(
+    "--scope", "scopes", required=True, multiple=True, help="A requested scope (repeatable)."
+)
+@click.option(
+    "--claims",
+    "claims_file",
+    required=True,
+    type=click.File("r"),
+    help="A JSON array of claim objects, as in an authorization request ('-' for stdin).",
+)
+@click.option(
+    "--client",
+    "client_id",
+    help=(
+        "The pushing client: its claim types, and its id as issuer of plain claims (default: a"
+        " client that may push every type, with every issuer the rules name vouching)."
+    ),
+)
+@click.pass_context
+def policy_explain(
+    ctx: click.Context,
+    owner: str,
+    rs_id: str,
+    scopes: tuple[str, ...],
+    claims_file: Any,
+    client_id: str | None,
+) -> None:
+    """Print the decision for a request, the rule that decided it, and why each other rule did not."""
+    config = _config(ctx)
+    store = _store(ctx)
+    resource_set = store.find_resource_set(rs_id)
+    if resource_set is None or owner_name(store, resource_set.owner) != owner:
+        fail(f"{owner!r} has no resource set {rs_id!r}.")
+    try:
+        objects = strict_json.loads(claims_file.read())
+    except ValueError as error:
+        fail(f"The claims file is not JSON: {error}")
+    if not isinstance(objects, list) or not all(
+        isinstance(o, dict) and isinstance(o.get("type"), str) and isinstance(o.get("value"), dict)
+        for o in objects
+    ):
+        fail(
+            "The claims file must be a JSON array of objects with a string type and an object value."
+        )
+    try:
+        rules = load_rules(config.policies)
+    except PolicyError as error:
+        fail(f"The rule file {config.policies} is broken:\n{error}")
+    verifiers = ConfiguredVerifiers(config)
+    verifiers.key_sets.refresh_now()
+    if client_id is not None:
+        found = store.get_client(client_id)
+        if found is None:
+            fail(f"There is no client {client_id!r}.")
+        supplier = Supplier.of(client_id, found.push_claim_types, verifiers)
+    else:
+        supplier = any_client(rules, owner, objects, verifiers, store)
+    try:
+        pushed = read_claim_objects(
+            objects, supplier.client_id, supplier.push_types, verifiers, CLOCK.now()
+        )
+    except ClaimsError as error:
+        fail(error.description)
+    decision = decide_access(
+        rules,
+        AccessRequest(
+            owner=owner,
+            resource_set=resource_set,
+            scopes=tuple(scopes),
+            client=supplier,
+            requesting_party="-",
+            claims=list(pushed.claims),
+        ),
+    )
+    emit(decision.as_dict())
