@@ -9,7 +9,11 @@ CREATE TABLE IF NOT EXISTS clients (
     name             TEXT NOT NULL,
     redirect_uris    TEXT NOT NULL DEFAULT '[]',   -- JSON array of strings
     push_claim_types TEXT NOT NULL DEFAULT '[]',   -- JSON array: claim types it may push
-    created_at       INTEGER NOT NULL
+    created_at       INTEGER NOT NULL,
+    -- RFC 7591 members beyond the columns (grant_types, response_types,
+    -- token_endpoint_auth_method, logo_uri, client_uri, scope), as a JSON object.
+    metadata         TEXT NOT NULL DEFAULT '{}',
+    registration_digest TEXT                       -- RFC 7592 registration access token
 );
 
 CREATE TABLE IF NOT EXISTS users (
@@ -28,8 +32,11 @@ CREATE TABLE IF NOT EXISTS access_tokens (
     scope      TEXT NOT NULL,
     issued_at  INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
-    revoked    INTEGER NOT NULL DEFAULT 0
+    revoked    INTEGER NOT NULL DEFAULT 0,
+    family     TEXT                                -- the code grant it came from, with its refreshes
 );
+CREATE INDEX IF NOT EXISTS access_tokens_by_family ON access_tokens (family);
+CREATE INDEX IF NOT EXISTS access_tokens_by_expiry ON access_tokens (expires_at);
 
 -- owner: the user's sub, or 'client:<client_id>' for a client acting for itself.
 -- client_id: the resource server that registered it; only that RS of that owner sees it.
@@ -60,6 +67,7 @@ CREATE TABLE IF NOT EXISTS tickets (
     state           TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'granted', 'finished'))
 );
 CREATE INDEX IF NOT EXISTS tickets_by_expiry ON tickets (expires_at);
+CREATE INDEX IF NOT EXISTS tickets_by_resource_set ON tickets (resource_set_id);
 
 -- Requesting party tokens. Each belongs to the AAT it was issued under; revoking that AAT
 -- revokes them, and a new RPT for the AAT revokes its previous one. `seed` makes the token again
@@ -124,4 +132,62 @@ CREATE INDEX IF NOT EXISTS seen_assertions_by_expiry ON seen_assertions (expires
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version    INTEGER PRIMARY KEY,
     applied_at INTEGER NOT NULL
+);
+
+-- Signed-in people: a session is found by the digest of its cookie's random id. Sign-in failures
+-- are counted per account and per account and address, to slow down guessing.
+CREATE TABLE IF NOT EXISTS sessions (
+    digest       TEXT PRIMARY KEY,
+    user_sub     TEXT NOT NULL REFERENCES users (sub) ON DELETE CASCADE,
+    csrf_secret  TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    last_seen_at INTEGER NOT NULL,
+    expires_at   INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_user ON sessions (user_sub);
+CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (expires_at);
+CREATE TABLE IF NOT EXISTS signin_failures (
+    key       TEXT NOT NULL,
+    failed_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS signin_failures_by_key ON signin_failures (key, failed_at);
+CREATE TABLE IF NOT EXISTS authorization_codes (
+    digest                TEXT PRIMARY KEY,
+    client_id             TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    user_sub              TEXT NOT NULL REFERENCES users (sub) ON DELETE CASCADE,
+    redirect_uri          TEXT NOT NULL,
+    scope                 TEXT NOT NULL,
+    code_challenge        TEXT,
+    code_challenge_method TEXT,
+    family                TEXT NOT NULL,
+    created_at            INTEGER NOT NULL,
+    expires_at            INTEGER NOT NULL,
+    used                  INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS authorization_codes_by_expiry ON authorization_codes (expires_at);
+CREATE TABLE IF NOT EXISTS refresh_tokens (
+    digest     TEXT PRIMARY KEY,
+    family     TEXT NOT NULL,
+    client_id  TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    user_sub   TEXT NOT NULL REFERENCES users (sub) ON DELETE CASCADE,
+    scope      TEXT NOT NULL,
+    issued_at  INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used       INTEGER NOT NULL DEFAULT 0,
+    revoked    INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS refresh_tokens_by_family ON refresh_tokens (family);
+CREATE INDEX IF NOT EXISTS refresh_tokens_by_expiry ON refresh_tokens (expires_at);
+CREATE TABLE IF NOT EXISTS consents (
+    user_sub   TEXT NOT NULL REFERENCES users (sub) ON DELETE CASCADE,
+    client_id  TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    scope      TEXT NOT NULL,
+    granted_at INTEGER NOT NULL,
+    PRIMARY KEY (user_sub, client_id, scope)
+);
+CREATE TABLE IF NOT EXISTS initial_access_tokens (
+    digest           TEXT PRIMARY KEY,
+    push_claim_types TEXT NOT NULL DEFAULT '[]',
+    created_at       INTEGER NOT NULL,
+    expires_at       INTEGER NOT NULL
 );
