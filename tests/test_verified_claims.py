@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -476,13 +477,20 @@ def test_id_tokens_are_told_apart_by_jti_or_digest(
     assert flow.ask(flow.ticket("print"), [other], party=carol).status == 201
 
 
+@dataclass(frozen=True)
+class FROM_NOW:
+    """A time relative to when the test runs, not to when the tests were collected."""
+
+    seconds: int
+
+
 @pytest.mark.parametrize(
     ("claims", "fragment"),
     [
         ({"exp": 10**30}, "lives longer than 86400 s"),
         ({"exp": 10**400}, "lives longer than 86400 s"),
         ({"exp": 1e300}, "lives longer than 86400 s"),
-        ({"iat": int(time.time()) - 86400, "exp": int(time.time()) + 60}, "lives longer"),
+        ({"iat": FROM_NOW(-86400), "exp": FROM_NOW(60)}, "lives longer"),
         ({"iat": None}, "required claims missing: iat"),
         ({"iat": -(10**400)}, "lives longer"),
     ],
@@ -491,8 +499,11 @@ def test_id_tokens_are_told_apart_by_jti_or_digest(
 def test_id_token_lifetimes_are_capped(
     flow: Flow, store: Store, op_key: RSAKey, claims: dict[str, Any], fragment: str
 ) -> None:
-    made = id_token_claims(OP, "photo-app", now=int(time.time()), email="bob@example.com")
-    made.update(claims)
+    now = int(time.time())
+    made = id_token_claims(OP, "photo-app", now=now, email="bob@example.com")
+    made.update(
+        {name: now + v.seconds if isinstance(v, FROM_NOW) else v for name, v in claims.items()}
+    )
     made = {name: value for name, value in made.items() if value is not None}
     token = {"type": OIDC, "value": {"id_token": make_id_token(op_key, made)}}
     ticket = flow.ticket("print")
