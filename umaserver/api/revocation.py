@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from authlib.consts import default_json_headers
-from authlib.oauth2.rfc6749 import InvalidRequestError, UnsupportedTokenTypeError
+from authlib.oauth2 import OAuth2Error
+from authlib.oauth2.rfc6749 import InvalidRequestError
 from authlib.oauth2.rfc7009 import RevocationEndpoint as _RevocationEndpoint
 from flask import Blueprint, Flask, Response, current_app
 
@@ -36,8 +37,11 @@ class RevocationEndpoint(_RevocationEndpoint):  # type: ignore[misc]
             raise InvalidRequestError("token: missing; send the token to revoke.")
         hint = request.form.get("token_type_hint")
         if hint is not None and hint not in TOKEN_TYPE_HINTS:
-            raise UnsupportedTokenTypeError(
-                "token_type_hint: use access_token or refresh_token (or none)."
+            # RFC 7009 2.2.1; Authlib's own error for it is a 401.
+            raise OAuth2Error(
+                "token_type_hint: use access_token or refresh_token (or none).",
+                status_code=400,
+                error="unsupported_token_type",
             )
         revoke_for_client(storage(), token, client.get_client_id(), hint)
         return 200, {}, default_json_headers
