@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +160,28 @@ def make_party(
     token = accounts.new_access_token()
     accounts.store_access_token(store, now, token, client_id, user.sub, scope, PARTY_TOKEN_LIFETIME)
     return Party(client_id, secret, username, token)
+
+
+def make_web_client(
+    store: Store, name: str, redirect_uris: list[str], public: bool = False
+) -> tuple[str, str]:
+    """A client with redirect URIs, for the authorization code flow: its client_id and secret
+    ("" for a public client, which has no secret: `token_endpoint_auth_method` `none`)."""
+    made, secret = accounts.create_client(store, int(time.time()), name, redirect_uris, [])
+    if not public:
+        return made.client_id, secret
+    public_client = replace(made, client_id=made.client_id + "-public", secret_digest="")
+    store.add_client(public_client, int(time.time()))
+    return public_client.client_id, ""
+
+
+def make_user(store: Store, username: str) -> User:
+    """A user without a password (made if new)."""
+    user = store.get_user_by_username(username) or accounts.create_user(
+        store, int(time.time()), username, None, {}
+    )
+    assert user is not None
+    return user
 
 
 def revoke_token(store: Store, token: str) -> bool:

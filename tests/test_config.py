@@ -45,6 +45,8 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert config.limits.claims_per_ticket == 2000
     assert config.limits.claim_value_bytes == 16 * 1024
     assert config.lifetimes.ticket == 300
+    assert config.lifetimes.authorization_code == 60
+    assert config.lifetimes.refresh_token == 30 * 24 * 3600
     assert config.server.port == 8080
     assert config.maintenance.prune_interval == 300
     assert config.server.connection_limit == 1000
@@ -114,6 +116,20 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
         (
             GOOD + '[lifetimes]\nticket = "5m"\n',
             ["lifetimes.ticket: must be an integer, not a string"],
+        ),
+        (
+            GOOD + "[lifetimes]\nauthorization_code = 0\nrefresh_token = -1\n",
+            [
+                "lifetimes.authorization_code: must be greater than 0",
+                "lifetimes.refresh_token: must be greater than 0",
+            ],
+        ),
+        (
+            GOOD + '[lifetimes]\nauthorization_code = "1m"\nrefresh_token = 1.5\n',
+            [
+                "lifetimes.authorization_code: must be an integer, not a string",
+                "lifetimes.refresh_token: must be an integer, not a float",
+            ],
         ),
         (GOOD + "server = 3\n", ["server: must be a table, not an integer"]),
         (

@@ -43,7 +43,10 @@ def test_configuration_document(http: FlaskClient) -> None:
         if name.endswith("_endpoint"):
             assert urlsplit(value).scheme == "http" and value.startswith("http://uma.test/"), name
     assert document["resource_set_registration_endpoint"] == "http://uma.test/rs"
-    assert document["pat_grant_types_supported"] == ["client_credentials"]
+    # What really works at /token (a code comes from /authorize; tests mint theirs directly).
+    grant_types = ["client_credentials", "authorization_code", "refresh_token"]
+    assert document["pat_grant_types_supported"] == grant_types
+    assert document["aat_grant_types_supported"] == grant_types
     assert document["pat_profiles_supported"] == ["bearer"]
 
 
@@ -63,6 +66,49 @@ def test_every_advertised_endpoint_answers(http: FlaskClient) -> None:
         answers = {method: api.request(method, path).status for method in ("GET", "POST")}
         assert 404 not in answers.values(), f"{name} ({path}) is advertised but answers {answers}"
         assert {400, 401} & set(answers.values()), f"{name} ({path}) answers {answers}"
+
+
+def test_oauth_authorization_server_metadata(http: FlaskClient) -> None:
+    """RFC 8414, for OAuth clients: what answers, and nothing that does not yet."""
+    response = http.get("/.well-known/oauth-authorization-server")
+    assert response.status_code == 200
+    assert response.headers["Cache-Control"] == "public, max-age=3600"
+    assert response.json == {
+        "issuer": "http://uma.test",
+        "token_endpoint": "http://uma.test/token",
+        "revocation_endpoint": "http://uma.test/revoke",
+        "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"],
+        "response_types_supported": ["code"],
+        "token_endpoint_auth_methods_supported": [
+            "client_secret_basic",
+            "client_secret_post",
+            "none",
+        ],
+        "revocation_endpoint_auth_methods_supported": [
+            "client_secret_basic",
+            "client_secret_post",
+            "none",
+        ],
+        "scopes_supported": ["uma_protection", "uma_authorization"],
+        "code_challenge_methods_supported": ["S256"],
+    }
+    # The issuer and token endpoint agree with the UMA configuration document.
+    uma = http.get("/.well-known/uma-configuration").json
+    assert response.json["issuer"] == uma["issuer"]
+    assert response.json["token_endpoint"] == uma["token_endpoint"]
+
+
+def test_every_endpoint_in_the_metadata_answers(http: FlaskClient) -> None:
+    document = http.get("/.well-known/oauth-authorization-server").json
+    for name, url in document.items():
+        if not name.endswith("_endpoint"):
+            continue
+        answers = {
+            method: http.open(urlsplit(url).path, method=method).status_code
+            for method in ("GET", "POST")
+        }
+        assert 404 not in answers.values(), f"{name} answers {answers}"
+        assert {400, 401} & set(answers.values()), f"{name} answers {answers}"
 
 
 def test_the_registration_endpoint_advertised_is_the_one_that_works(http: FlaskClient) -> None:

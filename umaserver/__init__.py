@@ -16,9 +16,11 @@ from .api import (
     authorization,
     discovery,
     introspection,
+    metadata,
     openapi,
     permissions,
     resource_sets,
+    revocation,
     rpt,
     token,
 )
@@ -84,6 +86,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     error_responses.register_error_handlers(app)
     app.after_request(_no_store)
     token.init_app(app, config.lifetimes.access_token)
+    revocation.init_app(app)
     for blueprint in (
         discovery.bp,
         token.bp,
@@ -93,6 +96,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         authorization.bp,
         introspection.bp,
         openapi.bp,
+        metadata.bp,
+        revocation.bp,
     ):
         app.register_blueprint(blueprint)
     return app

@@ -62,6 +62,8 @@ class Lifetimes:
     rpt: int = 3600
     ticket: int = 300
     permission: int = 3600
+    authorization_code: int = 60
+    refresh_token: int = 30 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,14 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     lifetimes = Lifetimes(
         **{
             name: section.take(name, int, getattr(Lifetimes, name), positive)
-            for name in ("access_token", "rpt", "ticket", "permission")
+            for name in (
+                "access_token",
+                "rpt",
+                "ticket",
+                "permission",
+                "authorization_code",
+                "refresh_token",
+            )
         }
     )
     section.finish()

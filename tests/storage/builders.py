@@ -11,8 +11,10 @@ from umaserver.storage import Storage
 from umaserver.storage.records import (
     AccessToken,
     AssertionUse,
+    AuthorizationCode,
     Client,
     Permission,
+    RefreshToken,
     ResourceSet,
     Rpt,
     Ticket,
@@ -51,7 +53,12 @@ def make_user(store: Storage, username: str | None = None, **claims: Any) -> Use
 
 
 def make_token(
-    store: Storage, client: Client | None = None, user: User | None = None, revoked: bool = False
+    store: Storage,
+    client: Client | None = None,
+    user: User | None = None,
+    revoked: bool = False,
+    family: str | None = None,
+    scope: str = "uma_protection",
 ) -> AccessToken:
     """A PAT or AAT: the user's, or (without one) the client's own."""
     client = client or make_client(store)
@@ -60,10 +67,11 @@ def make_token(
         client_id=client.client_id,
         user_sub=user.sub if user else None,
         username=None,
-        scope="uma_protection",
+        scope=scope,
         issued_at=T,
         expires_at=T + HOUR,
         revoked=revoked,
+        family=family,
     )
     store.add_access_token(token)
     return token
@@ -156,3 +164,51 @@ def assertion_use(
     ticket: str, party: str = "alice", expires_at: int = T + HOUR, assertion_id: str = "_a1"
 ) -> AssertionUse:
     return AssertionUse("https://idp.test", assertion_id, ticket, party, expires_at)
+
+
+def make_code(
+    store: Storage,
+    client: Client | None = None,
+    user: User | None = None,
+    expires_at: int = T + 60,
+    challenge: str | None = None,
+) -> AuthorizationCode:
+    client = client or make_client(store)
+    user = user or make_user(store)
+    code = AuthorizationCode(
+        digest=unique("code-digest"),
+        client_id=client.client_id,
+        user_sub=user.sub,
+        redirect_uri="https://client.test/cb?é=1",
+        scope="uma_protection",
+        code_challenge=challenge,
+        code_challenge_method="S256" if challenge else None,
+        family=unique("family"),
+        created_at=T,
+        expires_at=expires_at,
+    )
+    store.add_authorization_code(code)
+    return code
+
+
+def make_refresh_token(
+    store: Storage,
+    client: Client | None = None,
+    user: User | None = None,
+    family: str | None = None,
+    expires_at: int = T + HOUR,
+    scope: str = "uma_protection",
+) -> RefreshToken:
+    client = client or make_client(store)
+    user = user or make_user(store)
+    token = RefreshToken(
+        digest=unique("rt-digest"),
+        family=family or unique("family"),
+        client_id=client.client_id,
+        user_sub=user.sub,
+        scope=scope,
+        issued_at=T,
+        expires_at=expires_at,
+    )
+    store.add_refresh_token(token)
+    return token

@@ -17,7 +17,17 @@ import pytest
 from umaserver.storage import Storage
 from umaserver.storage.records import Client, User
 
-from .builders import T, assertion_use, claim, make_set, make_ticket, make_token, make_user
+from .builders import (
+    T,
+    assertion_use,
+    claim,
+    make_code,
+    make_refresh_token,
+    make_set,
+    make_ticket,
+    make_token,
+    make_user,
+)
 from .conftest import StoreFactory
 
 RACERS = 16
@@ -48,6 +58,24 @@ def test_of_racers_consuming_one_ticket_exactly_one_does(store_factory: StoreFac
     results = race(store_factory, lambda handle, _: handle.consume_ticket(ticket.digest))
     assert results.count(True) == 1
     assert store.get_ticket(ticket.digest) == replace(ticket, state="granted")
+
+
+def test_of_racers_consuming_one_code_exactly_one_does(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    code = make_code(store)
+    results = race(
+        store_factory, lambda handle, _: handle.consume_authorization_code(code.digest, T)
+    )
+    assert results.count(True) == 1
+    assert store.get_authorization_code(code.digest) == replace(code, used=True)
+
+
+def test_of_racers_using_one_refresh_token_exactly_one_does(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    token = make_refresh_token(store)
+    results = race(store_factory, lambda handle, _: handle.use_refresh_token(token.digest, T))
+    assert results.count(True) == 1
+    assert store.get_refresh_token(token.digest) == replace(token, used=True)
 
 
 def test_of_racers_consuming_and_finishing_one_ticket_exactly_one_does(

@@ -17,6 +17,7 @@ from umaserver.storage.records import (
     AccessToken,
     AssertionUse,
     Client,
+    Consent,
     Permission,
     Ticket,
     TicketState,
@@ -29,6 +30,8 @@ from .builders import (
     assertion_use,
     claim,
     make_client,
+    make_code,
+    make_refresh_token,
     make_rpt,
     make_set,
     make_ticket,
@@ -676,3 +679,154 @@ def test_deleting_one_permission(store: Storage) -> None:
     assert store.delete_permission(rpt.digest, rs.id) is False
     assert store.get_permission(rpt.digest, rs.id) is None
     assert store.get_permission(rpt.digest, other.id) == permission(other)
+
+
+# -- authorization codes ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("challenge", [None, "c" * 43], ids=["no-pkce", "pkce"])
+def test_authorization_code_round_trip(store: Storage, challenge: str | None) -> None:
+    code = make_code(store, challenge=challenge)
+    assert store.get_authorization_code(code.digest) == code
+    assert store.get_authorization_code("no-such-digest") is None
+
+
+def test_a_code_is_consumed_once_and_never_when_expired(store: Storage) -> None:
+    code = make_code(store, expires_at=T + 60)
+    assert store.consume_authorization_code(code.digest, T + 60) is False  # expired at now
+    assert store.consume_authorization_code(code.digest, T) is True
+    assert store.consume_authorization_code(code.digest, T) is False
+    assert store.get_authorization_code(code.digest) == replace(code, used=True)
+    assert store.consume_authorization_code("no-such-digest", T) is False
+
+
+def test_expired_codes_are_forgotten_in_batches(store: Storage) -> None:
+    old = [make_code(store, expires_at=T + n) for n in (1, 2, 3)]
+    boundary = make_code(store, expires_at=T + 10)
+    assert store.consume_authorization_code(old[0].digest, T)  # used ones go too
+    assert store.delete_authorization_codes_expired_before(T + 10, 2) == 2
+    assert store.delete_authorization_codes_expired_before(T + 10, 2) == 1
+    assert store.delete_authorization_codes_expired_before(T + 10, 2) == 0
+    assert all(store.get_authorization_code(code.digest) is None for code in old)
+    assert store.get_authorization_code(boundary.digest) == boundary
+
+
+# -- refresh tokens --------------------------------------------------------------------------------
+
+
+def test_refresh_token_round_trip(store: Storage) -> None:
+    token = make_refresh_token(store)
+    assert store.get_refresh_token(token.digest) == token
+    assert store.get_refresh_token("no-such-digest") is None
+
+
+def test_a_refresh_token_is_used_once_and_never_when_expired_or_revoked(store: Storage) -> None:
+    token = make_refresh_token(store, expires_at=T + 60)
+    assert store.use_refresh_token(token.digest, T + 60) is False
+    assert store.use_refresh_token(token.digest, T) is True
+    assert store.use_refresh_token(token.digest, T) is False
+    assert store.get_refresh_token(token.digest) == replace(token, used=True)
+    revoked = make_refresh_token(store)
+    assert store.revoke_refresh_token(revoked.digest) is True
+    assert store.revoke_refresh_token(revoked.digest) is False
+    assert store.use_refresh_token(revoked.digest, T) is False
+    assert store.get_refresh_token(revoked.digest) == replace(revoked, revoked=True)
+    assert store.revoke_refresh_token("no-such-digest") is False
+    assert store.use_refresh_token("no-such-digest", T) is False
+
+
+def test_expired_refresh_tokens_are_forgotten_in_batches(store: Storage) -> None:
+    old = [make_refresh_token(store, expires_at=T + n) for n in (1, 2, 3)]
+    boundary = make_refresh_token(store, expires_at=T + 10)
+    assert store.delete_refresh_tokens_expired_before(T + 10, 2) == 2
+    assert store.delete_refresh_tokens_expired_before(T + 10, 2) == 1
+    assert store.delete_refresh_tokens_expired_before(T + 10, 2) == 0
+    assert all(store.get_refresh_token(token.digest) is None for token in old)
+    assert store.get_refresh_token(boundary.digest) == boundary
+
+
+# -- token families and grants ---------------------------------------------------------------------
+
+
+def test_access_tokens_keep_their_family(store: Storage) -> None:
+    token = make_token(store, user=make_user(store, "alice"), family="family-1")
+    assert store.get_access_token(token.digest) == replace(token, username="alice")
+
+
+def test_revoking_a_family_takes_only_its_unrevoked_tokens(store: Storage) -> None:
+    client, user = make_client(store), make_user(store)
+    ours = [make_token(store, client, user, family="fam") for _ in range(2)]
+    make_token(store, client, user, family="fam", revoked=True)
+    other = make_token(store, client, user, family="other")
+    own = make_token(store, client)  # client_credentials: no family
+    refresh = [make_refresh_token(store, client, user, family="fam") for _ in range(2)]
+    other_refresh = make_refresh_token(store, client, user, family="other")
+    assert store.revoke_access_tokens_of_family("fam") == sorted(t.digest for t in ours)
+    assert store.revoke_access_tokens_of_family("fam") == []
+    assert store.revoke_refresh_tokens_of_family("fam") == 2
+    assert store.revoke_refresh_tokens_of_family("fam") == 0
+    for token in ours:
+        got = store.get_access_token(token.digest)
+        assert got is not None and got.revoked
+    for token in refresh:
+        got_refresh = store.get_refresh_token(token.digest)
+        assert got_refresh is not None and got_refresh.revoked
+    for kept in (other, own):
+        got = store.get_access_token(kept.digest)
+        assert got is not None and not got.revoked
+    assert store.get_refresh_token(other_refresh.digest) == other_refresh
+
+
+def test_revoking_a_grant_takes_the_tokens_of_that_user_client_and_scope_name(
+    store: Storage,
+) -> None:
+    client, other_client = make_client(store), make_client(store)
+    user, other_user = make_user(store), make_user(store)
+    hit = [
+        make_token(store, client, user, scope="uma_protection"),
+        make_token(store, client, user, scope="uma_authorization uma_protection"),
+    ]
+    missed = [
+        make_token(store, client, user, scope="uma_authorization"),
+        make_token(store, client, user, scope="uma_protection_x"),
+        make_token(store, other_client, user, scope="uma_protection"),
+        make_token(store, client, other_user, scope="uma_protection"),
+        make_token(store, client, scope="uma_protection"),  # the client's own
+    ]
+    hit_refresh = make_refresh_token(store, client, user, scope="uma_protection")
+    missed_refresh = make_refresh_token(store, client, user, scope="uma_authorization")
+    got = store.revoke_access_tokens_of_grant(user.sub, client.client_id, "uma_protection")
+    assert got == sorted(token.digest for token in hit)
+    assert store.revoke_access_tokens_of_grant(user.sub, client.client_id, "uma_protection") == []
+    assert store.revoke_refresh_tokens_of_grant(user.sub, client.client_id, "uma_protection") == 1
+    assert store.revoke_refresh_tokens_of_grant(user.sub, client.client_id, "uma_protection") == 0
+    for token in missed:
+        kept = store.get_access_token(token.digest)
+        assert kept is not None and not kept.revoked
+    assert store.get_refresh_token(hit_refresh.digest) == replace(hit_refresh, revoked=True)
+    assert store.get_refresh_token(missed_refresh.digest) == missed_refresh
+
+
+# -- consents --------------------------------------------------------------------------------------
+
+
+def test_consents_are_kept_per_user_client_and_scope(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    first, second = sorted([make_client(store), make_client(store)], key=lambda c: c.client_id)
+    store.put_consent(Consent(alice.sub, second.client_id, "uma_protection", T))
+    store.put_consent(Consent(alice.sub, first.client_id, "uma_protection", T))
+    store.put_consent(Consent(alice.sub, first.client_id, "uma_authorization", T))
+    store.put_consent(Consent(alice.sub, first.client_id, "uma_protection", T + 5))  # again
+    store.put_consent(Consent(bob.sub, first.client_id, "uma_protection", T))
+    assert store.consents_of(alice.sub) == [
+        Consent(alice.sub, first.client_id, "uma_authorization", T),
+        Consent(alice.sub, first.client_id, "uma_protection", T + 5),
+        Consent(alice.sub, second.client_id, "uma_protection", T),
+    ]
+    assert store.has_consent(alice.sub, first.client_id, "uma_protection") is True
+    assert store.has_consent(alice.sub, second.client_id, "uma_authorization") is False
+    assert store.delete_consent(alice.sub, first.client_id, "uma_protection") is True
+    assert store.delete_consent(alice.sub, first.client_id, "uma_protection") is False
+    assert store.has_consent(alice.sub, first.client_id, "uma_protection") is False
+    assert store.has_consent(bob.sub, first.client_id, "uma_protection") is True
+    assert store.consents_of("no-such-sub") == []

@@ -18,22 +18,32 @@ from urllib.parse import unquote
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2 import OAuth2Error
-from authlib.oauth2.rfc6749 import ClientMixin, InvalidScopeError, grants, scope_to_list
+from authlib.oauth2.rfc6749 import (
+    ClientMixin,
+    InvalidGrantError,
+    InvalidRequestError,
+    InvalidScopeError,
+    grants,
+    scope_to_list,
+)
+from authlib.oauth2.rfc7636 import CodeChallenge, create_s256_code_challenge
 from flask import Blueprint, Flask, Response, current_app, request
 
 from ..error_responses import error_response
 from ..errors import APIError, InvalidRequest, echo
 from ..runtime import runtime
+from ..services import grants as codes_and_refresh_tokens
 from ..services.accounts import new_access_token, store_access_token
+from ..services.grants import GrantRefused, Issued
 from ..storage.per_request import storage
-from ..storage.records import Client
+from ..storage.records import AuthorizationCode, Client, RefreshToken
 from .bearer import SCOPE_ALIASES
 
 bp = Blueprint("oauth", __name__)
 _SERVER = "umaserver.authorization_server"
 
 TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
-GRANT_TYPES = ("client_credentials",)
+GRANT_TYPES = ("client_credentials", "authorization_code", "refresh_token")
 
 
 def normalise_scope(unverified_scope: str | None) -> str:
@@ -66,7 +76,7 @@ class OAuthClient(ClientMixin):  # type: ignore[misc]
         return self.client.check_secret(client_secret)
 
     def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
-        return method in TOKEN_AUTH_METHODS
+        return method in token_auth_methods(self.client)
 
     def check_response_type(self, response_type: str) -> bool:
         return False
@@ -79,12 +89,195 @@ class ClientCredentialsGrant(grants.ClientCredentialsGrant):  # type: ignore[mis
     TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
 
 
+# -- the authorization code and refresh token grants ----------------------------------------------
+
+
+def is_public(client: Client) -> bool:
+    """A public client (`token_endpoint_auth_method` `none`): it has no secret, authenticates by
+    its client_id alone, and must use PKCE. Until clients carry registration metadata, a client
+    is public exactly when it has no secret digest."""
+    return client.secret_digest == ""
+
+
+def token_auth_methods(client: Client) -> tuple[str, ...]:
+    """How this client authenticates at /token and /revoke."""
+    return ("none",) if is_public(client) else TOKEN_AUTH_METHODS
+
+
+def _now() -> int:
+    return int(runtime().clock.now())
+
+
+class S256CodeChallenge(CodeChallenge):  # type: ignore[misc]
+    """RFC 7636 with `S256` only (RFC 9700 2.1.1: `plain` refused), required for public clients,
+    and enforced for confidential ones whenever the authorization request carried a challenge;
+    a verifier without a challenge is refused (RFC 9700 4.8.2)."""
+
+    SUPPORTED_CODE_CHALLENGE_METHOD = [codes_and_refresh_tokens.S256]
+    DEFAULT_CODE_CHALLENGE_METHOD = codes_and_refresh_tokens.S256
+    CODE_CHALLENGE_METHODS = {
+        codes_and_refresh_tokens.S256: lambda verifier, challenge: (
+            create_s256_code_challenge(verifier) == challenge
+        )
+    }
+
+    def __init__(self) -> None:
+        super().__init__(required=False)
+
+    def validate_code_challenge(self, grant: Any, redirect_uri: str) -> None:
+        """At the authorization endpoint (used by /authorize through Authlib)."""
+        data = grant.request.payload.data
+        problem = codes_and_refresh_tokens.code_challenge_problem(
+            data.get("code_challenge"), data.get("code_challenge_method")
+        )
+        if problem is not None:
+            raise InvalidRequestError(problem)
+        client = grant.request.client
+        if data.get("code_challenge") is None and is_public(client.client):
+            raise InvalidRequestError("A public client must send a code_challenge (S256).")
+
+    def validate_code_verifier(self, grant: Any, result: Any) -> None:
+        code: _Code = grant.request.authorization_code
+        if code.code_challenge is None and is_public(grant.request.client.client):
+            raise InvalidGrantError("The code has no PKCE challenge, which a public client needs.")
+        super().validate_code_verifier(grant, result)
+
+
+class _Code:
+    """A stored code as Authlib reads it."""
+
+    def __init__(self, record: AuthorizationCode) -> None:
+        self.record = record
+        self.code_challenge = record.code_challenge
+        self.code_challenge_method = record.code_challenge_method
+
+    def get_redirect_uri(self) -> str:
+        return self.record.redirect_uri
+
+    def get_scope(self) -> str:
+        return self.record.scope
+
+
+class _Refresh:
+    """A stored refresh token as Authlib reads it."""
+
+    def __init__(self, record: RefreshToken) -> None:
+        self.record = record
+
+    def get_scope(self) -> str:
+        return self.record.scope
+
+    def check_client(self, client: OAuthClient) -> bool:
+        return self.record.client_id == client.get_client_id()
+
+
+def _issued(token: dict[str, Any], refresh_scope: str) -> Issued:
+    return Issued(
+        access_token=token["access_token"],
+        scope=token["scope"],
+        access_lifetime=int(token["expires_in"]),
+        refresh_token=token.get("refresh_token"),
+        refresh_scope=refresh_scope,
+        refresh_lifetime=runtime().config.lifetimes.refresh_token,
+    )
+
+
+class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[misc]
+    """The code (from /authorize, by `services.grants.issue_code`) for a PAT or an AAT of its
+    user, and a refresh token when the client may use that grant. The code is consumed in the
+    transaction that stores the tokens; a reused one revokes them."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = [*TOKEN_AUTH_METHODS, "none"]
+
+    def query_authorization_code(self, code: str, client: OAuthClient) -> _Code:
+        try:
+            record = codes_and_refresh_tokens.code_to_exchange(
+                storage(), _now(), code, client.get_client_id()
+            )
+        except GrantRefused as refused:
+            raise InvalidGrantError(str(refused)) from None
+        return _Code(record)
+
+    def create_token_response(self) -> tuple[int, dict[str, Any], Any]:
+        client = self.request.client
+        code: _Code = self.request.authorization_code
+        self.request.user = code.record.user_sub
+        token: dict[str, Any] = self.generate_token(
+            user=code.record.user_sub,
+            scope=code.record.scope,
+            include_refresh_token=client.check_grant_type("refresh_token"),
+        )
+        try:
+            codes_and_refresh_tokens.exchange_code(
+                storage(), _now(), code.record, _issued(token, token["scope"])
+            )
+        except GrantRefused as refused:
+            raise InvalidGrantError(str(refused)) from None
+        return 200, token, self.TOKEN_RESPONSE_HEADER
+
+
+class RefreshTokenGrant(grants.RefreshTokenGrant):  # type: ignore[misc]
+    """A refresh token for a new access token and a new refresh token of the same family (the old
+    one marked used); `scope` may narrow, never widen. A used one revokes the family."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = [*TOKEN_AUTH_METHODS, "none"]
+    INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def _validate_request_token(self, client: OAuthClient) -> _Refresh:
+        refresh_token = self.request.form.get("refresh_token")
+        if refresh_token is None:
+            raise InvalidRequestError("refresh_token: missing.")
+        try:
+            record = codes_and_refresh_tokens.refresh_token_to_use(
+                storage(), _now(), refresh_token, client.get_client_id()
+            )
+        except GrantRefused as refused:
+            raise InvalidGrantError(str(refused)) from None
+        return _Refresh(record)
+
+    def _validate_token_scope(self, token: _Refresh) -> None:
+        scope = self.request.payload.scope
+        if not scope:
+            return
+        if not set(normalise_scope(scope).split(" ")) <= set(token.get_scope().split(" ")):
+            raise InvalidScopeError(
+                f"scope: ask for no more than the refresh token's scope ({token.get_scope()})."
+            )
+
+    def authenticate_user(self, refresh_token: _Refresh) -> str:
+        return refresh_token.record.user_sub
+
+    def create_token_response(self) -> tuple[int, dict[str, Any], Any]:
+        old: _Refresh = self.request.refresh_token
+        self.request.user = old.record.user_sub
+        token: dict[str, Any] = self.issue_token(old.record.user_sub, old)
+        try:
+            codes_and_refresh_tokens.rotate_refresh_token(
+                storage(), _now(), old.record, _issued(token, old.record.scope)
+            )
+        except GrantRefused as refused:
+            raise InvalidGrantError(str(refused)) from None
+        return 200, token, self.TOKEN_RESPONSE_HEADER
+
+
+def _new_refresh_token(**_: Any) -> str:
+    return codes_and_refresh_tokens.new_refresh_token()
+
+
+def register_grants(server: AuthorizationServer) -> None:
+    """The grants of people's tokens: authorization_code (with PKCE) and refresh_token."""
+    server.register_grant(AuthorizationCodeGrant, [S256CodeChallenge()])
+    server.register_grant(RefreshTokenGrant)
+
+
 # Authlib's errors without a description of their own get one of these.
 _DESCRIPTIONS = {
     "invalid_client": "The client is unknown or its credentials are wrong.",
     "invalid_request": "The token request is malformed.",
     "invalid_scope": "Ask for the scope uma_protection or uma_authorization.",
-    "unsupported_grant_type": "The only grant type here is client_credentials.",
+    "unsupported_grant_type": (
+        "The grant types here are client_credentials, authorization_code and refresh_token."
+    ),
     "unauthorized_client": "This client may not use this grant type.",
     "invalid_grant": "The grant is invalid.",
 }
@@ -131,9 +324,11 @@ def _new_access_token(**_: Any) -> str:
 
 def init_app(app: Flask, access_token_lifetime: int) -> None:
     app.config["OAUTH2_ACCESS_TOKEN_GENERATOR"] = _new_access_token
+    app.config["OAUTH2_REFRESH_TOKEN_GENERATOR"] = _new_refresh_token
     app.config["OAUTH2_TOKEN_EXPIRES_IN"] = {grant: access_token_lifetime for grant in GRANT_TYPES}
     server = UMAAuthorizationServer(app, query_client=_query_client, save_token=_save_token)
     server.register_grant(ClientCredentialsGrant)
+    register_grants(server)
     app.extensions[_SERVER] = server
 
 
@@ -183,8 +378,9 @@ def _basic_client_id(header: str) -> str:
     return unquote(client_id)
 
 
-def _check_token_request() -> None:
-    """What Authlib does not refuse, or refuses with a 500: see the module's docstring."""
+def check_client_request() -> None:
+    """What every client-authenticated request (/token, /revoke) must be: no parameter twice
+    (RFC 6749 3.1), one client authentication (RFC 6749 2.3), a Basic header that decodes."""
     parameters = request.values
     for name in parameters:
         if len(parameters.getlist(name)) > 1:
@@ -200,17 +396,29 @@ def _check_token_request() -> None:
                 "Authenticate the client one way only (RFC 6749 2.3): HTTP Basic, or"
                 " client_id and client_secret in the body."
             )
+
+
+def _check_token_request() -> None:
+    """What Authlib does not refuse, or refuses with a 500: see the module's docstring."""
+    check_client_request()
+    parameters = request.values
     grant_type = parameters.get("grant_type")
-    if grant_type != "client_credentials":
+    if grant_type not in GRANT_TYPES:
         said = "missing" if grant_type is None else f"{echo(grant_type)} is not supported"
         raise _TokenError(
-            400, "unsupported_grant_type", f"grant_type: {said}; use client_credentials."
+            400,
+            "unsupported_grant_type",
+            f"grant_type: {said}; use one of the grant_types_supported.",
         )
     scopes = [name for name in parameters.get("scope", "").split(" ") if name]
     if not scopes:
-        raise _TokenError(
-            400, "invalid_scope", "scope: ask for the scope uma_protection or uma_authorization."
-        )
+        if grant_type == "client_credentials":
+            raise _TokenError(
+                400,
+                "invalid_scope",
+                "scope: ask for the scope uma_protection or uma_authorization.",
+            )
+        return  # a code carries its scope; a refresh keeps the refresh token's
     if not all(_SCOPE_TOKEN.fullmatch(name) for name in scopes):
         raise _TokenError(
             400,

@@ -9,7 +9,8 @@ A `Storage` is one handle on one connection. `transaction()` opens one write tra
 which every aggregate's operations run; an operation called outside one runs in a transaction of its
 own. The atomic primitives (`consume_ticket`, `finish_ticket`, `count_ticket_request`,
 `record_assertion_use`) are safe under concurrent callers on separate handles: of racers on one open
-ticket exactly one consumes it. The authorization request must read its ticket, record claims and
+ticket exactly one consumes it; so are `consume_authorization_code` and `use_refresh_token`: of
+racers on one code or refresh token exactly one gets True. The authorization request must read its ticket, record claims and
 assertion uses, decide and consume inside one `transaction()`, so that what it decided on is what
 it recorded: what a transaction has read stays true until it ends (no other handle writes in
 between; SQLite gets this from `BEGIN IMMEDIATE`, a server database needs row locks or
@@ -28,8 +29,11 @@ from ..claims.model import Claim
 from .records import (
     AccessToken,
     AssertionUse,
+    AuthorizationCode,
     Client,
+    Consent,
     Permission,
+    RefreshToken,
     ResourceSet,
     Rpt,
     Ticket,
@@ -71,6 +75,75 @@ class AccessTokens(Protocol):
     def delete_access_tokens_expired_before(self, moment: int, limit: int) -> int:
         """Forgets at most `limit` PATs and AATs that expired before `moment` and under which no
         RPT is stored any more (an RPT may outlive its AAT: it goes first)."""
+        ...
+
+
+class AuthorizationCodes(Protocol):
+    def add_authorization_code(self, code: AuthorizationCode) -> None: ...
+
+    def get_authorization_code(self, digest: str) -> AuthorizationCode | None: ...
+
+    def consume_authorization_code(self, digest: str, now: int) -> bool:
+        """Marks an unused, unexpired code used; True for exactly one caller."""
+        ...
+
+    def delete_authorization_codes_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` codes (used or not) that expired before `moment`."""
+        ...
+
+
+class RefreshTokens(Protocol):
+    def add_refresh_token(self, token: RefreshToken) -> None: ...
+
+    def get_refresh_token(self, digest: str) -> RefreshToken | None: ...
+
+    def use_refresh_token(self, digest: str, now: int) -> bool:
+        """Marks an unused, unrevoked, unexpired refresh token used; True for exactly one
+        caller."""
+        ...
+
+    def revoke_refresh_token(self, digest: str) -> bool:
+        """False when no such unrevoked refresh token exists."""
+        ...
+
+    def delete_refresh_tokens_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` refresh tokens that expired before `moment`."""
+        ...
+
+
+class TokenFamilies(Protocol):
+    """Revoking what was issued under one grant: by family (one authorization code and the
+    refresh tokens after it), or by user, client and scope (a consent)."""
+
+    def revoke_access_tokens_of_family(self, family: str) -> list[str]:
+        """Revokes the unrevoked access tokens of the family; their digests."""
+        ...
+
+    def revoke_refresh_tokens_of_family(self, family: str) -> int: ...
+
+    def revoke_access_tokens_of_grant(self, user_sub: str, client_id: str, scope: str) -> list[str]:
+        """Revokes the unrevoked access tokens of this user at this client whose scope includes
+        `scope` (one scope name); their digests."""
+        ...
+
+    def revoke_refresh_tokens_of_grant(self, user_sub: str, client_id: str, scope: str) -> int:
+        """As `revoke_access_tokens_of_grant`, for refresh tokens; how many."""
+        ...
+
+
+class Consents(Protocol):
+    def put_consent(self, consent: Consent) -> None:
+        """Stores the consent, replacing one of the same user, client and scope."""
+        ...
+
+    def has_consent(self, user_sub: str, client_id: str, scope: str) -> bool: ...
+
+    def consents_of(self, user_sub: str) -> list[Consent]:
+        """Ordered by client_id, then scope."""
+        ...
+
+    def delete_consent(self, user_sub: str, client_id: str, scope: str) -> bool:
+        """False when there was no such consent."""
         ...
 
 
@@ -212,6 +285,10 @@ class Storage(
     AssertionUses,
     Rpts,
     Permissions,
+    AuthorizationCodes,
+    RefreshTokens,
+    TokenFamilies,
+    Consents,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

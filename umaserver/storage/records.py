@@ -43,6 +43,9 @@ class AccessToken:
     issued_at: int
     expires_at: int
     revoked: bool
+    # The grant it was issued under (an authorization code and the refresh tokens after it);
+    # None for client_credentials and `token issue`.
+    family: str | None = None
 
     @property
     def owner(self) -> str:
@@ -110,3 +113,47 @@ class AssertionUse:
     ticket_digest: str
     requesting_party: str
     expires_at: int
+
+
+@dataclass(frozen=True)
+class AuthorizationCode:
+    """An authorization code as stored (its digest), bound to client, redirect URI and user.
+    `family` names every token issued under it, so that a reused code revokes them."""
+
+    digest: str
+    client_id: str
+    user_sub: str
+    redirect_uri: str
+    scope: str
+    code_challenge: str | None
+    code_challenge_method: str | None
+    family: str
+    created_at: int
+    expires_at: int
+    used: bool = False
+
+
+@dataclass(frozen=True)
+class RefreshToken:
+    """A refresh token as stored (its digest), of one family: the code it came from and the
+    refresh tokens rotated after it. `used`: it was exchanged (rotated) once already."""
+
+    digest: str
+    family: str
+    client_id: str
+    user_sub: str
+    scope: str
+    issued_at: int
+    expires_at: int
+    used: bool = False
+    revoked: bool = False
+
+
+@dataclass(frozen=True)
+class Consent:
+    """A person's consent that a client may have one scope."""
+
+    user_sub: str
+    client_id: str
+    scope: str
+    granted_at: int

@@ -13,13 +13,14 @@ from pathlib import Path
 from .accounts import Accounts
 from .base import connect
 from .evidence import Evidence
+from .oauth import OAuth
 from .resources import Resources
 from .tokens import Tokens
 
 __all__ = ["SQLiteStorage", "connect"]
 
 
-class SQLiteStorage(Accounts, Resources, Evidence, Tokens):
+class SQLiteStorage(Accounts, Resources, Evidence, Tokens, OAuth):
     """The contract's operations over one SQLite connection (see `contract.Storage`)."""
 
     @classmethod

@@ -76,7 +76,7 @@ class Accounts(Base):
     def add_access_token(self, token: AccessToken) -> None:
         self._write(
             "INSERT INTO access_tokens (digest, client_id, user_sub, scope, issued_at,"
-            " expires_at, revoked) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " expires_at, revoked, family) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 token.digest,
                 token.client_id,
@@ -85,6 +85,7 @@ class Accounts(Base):
                 token.issued_at,
                 token.expires_at,
                 int(token.revoked),
+                token.family,
             ),
         )
 
@@ -105,6 +106,7 @@ class Accounts(Base):
             issued_at=row["issued_at"],
             expires_at=row["expires_at"],
             revoked=bool(row["revoked"]),
+            family=row["family"],
         )
 
     def revoke_access_token(self, digest: str) -> bool:
