@@ -2,7 +2,7 @@
 
 `prune` deletes what expired more than a day ago (`EXPIRED_MEMORY`): tickets with the claims gathered
 for them (an expired ticket is remembered that long so that it can be told apart from an unknown
-one), assertion uses, RPTs with their permissions, and PATs and AATs (after their RPTs: an RPT may
+one), assertion uses, RPTs with their permissions, initial access tokens, and PATs and AATs (after their RPTs: an RPT may
 outlive its AAT, and a token with an RPT still stored under it stays). Each batch of at most `BATCH`
 rows is its own short transaction, so no write holds the lock for long, and several processes may
 prune one database at once: each deletes what the others have not.
@@ -34,10 +34,17 @@ class Pruned:
     assertion_uses: int = 0
     rpts: int = 0
     access_tokens: int = 0
+    initial_access_tokens: int = 0
 
     @property
     def total(self) -> int:
-        return self.tickets + self.assertion_uses + self.rpts + self.access_tokens
+        return (
+            self.tickets
+            + self.assertion_uses
+            + self.rpts
+            + self.access_tokens
+            + self.initial_access_tokens
+        )
 
 
 def _in_batches(delete: Callable[[int, int], int], moment: int, batch: int) -> int:
@@ -57,6 +64,9 @@ def prune(storage: Storage, now: int, batch: int = BATCH) -> Pruned:
         assertion_uses=_in_batches(storage.delete_assertion_uses_expired_before, moment, batch),
         rpts=_in_batches(storage.delete_rpts_expired_before, moment, batch),
         access_tokens=_in_batches(storage.delete_access_tokens_expired_before, moment, batch),
+        initial_access_tokens=_in_batches(
+            storage.delete_initial_access_tokens_expired_before, moment, batch
+        ),
     )
 
 
@@ -79,11 +89,13 @@ class PruneJob:
             storage.close()
         if pruned.total:
             log.info(
-                "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d",
+                "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d"
+                " initial_access_tokens=%d",
                 pruned.tickets,
                 pruned.assertion_uses,
                 pruned.rpts,
                 pruned.access_tokens,
+                pruned.initial_access_tokens,
             )
         return pruned
 
