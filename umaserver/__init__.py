@@ -18,6 +18,7 @@ from .api import (
     introspection,
     openapi,
     permissions,
+    registration,
     resource_sets,
     rpt,
     token,
@@ -93,6 +94,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         authorization.bp,
         introspection.bp,
         openapi.bp,
+        registration.bp,
     ):
         app.register_blueprint(blueprint)
     return app
