@@ -33,7 +33,7 @@ from flask.testing import FlaskClient
 from umaserver import create_app, secrets_at_rest
 from umaserver.cli import main as cli_main
 from umaserver.config import Config, load_config
-from umaserver.services import accounts
+from umaserver.services import accounts, clients
 from umaserver.storage import Storage as Store
 from umaserver.storage import open_storage, prepare_database
 
@@ -160,6 +160,13 @@ def make_party(
     token = accounts.new_access_token()
     accounts.store_access_token(store, now, token, client_id, user.sub, scope, PARTY_TOKEN_LIFETIME)
     return Party(client_id, secret, username, token)
+
+
+def make_initial_access_token(
+    store: Store, push_types: tuple[str, ...] = (), lifetime: int = 3600
+) -> str:
+    """An initial access token for /register, as `registration-token issue` mints one."""
+    return clients.issue_initial_access_token(store, int(time.time()), push_types, lifetime)
 
 
 def revoke_token(store: Store, token: str) -> bool:

@@ -18,7 +18,6 @@ import base64
 import json
 import os
 import random
-import time
 from importlib.resources import files
 from typing import Any
 
@@ -37,9 +36,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from umaserver.services.clients import issue_initial_access_token
-
-from .conftest import Store, make_client, make_party
+from .conftest import Store, make_client, make_initial_access_token, make_party
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 # Unset or empty: derandomized (the same inputs every run). "random": a fresh seed, printed (shown
@@ -119,7 +116,7 @@ def credentials(app: Flask, store: Store) -> dict[str, dict[str, str]]:
     aat = make_party(store, "bob", "uma_authorization")
     client_id, secret = make_client(store, "fuzzing client")
     basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
-    initial = issue_initial_access_token(store, int(time.time()), ("custom",), 3600)
+    initial = make_initial_access_token(store, ("custom",))
     return {
         "pat": pat.auth,
         "aat": aat.auth,
