@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from flask.testing import FlaskClient
 from umaserver import create_app, secrets_at_rest
 from umaserver.cli import main as cli_main
 from umaserver.config import Config, load_config
-from umaserver.services import accounts
+from umaserver.services import accounts, clients
 from umaserver.storage import Storage as Store
 from umaserver.storage import open_storage, prepare_database
 
@@ -167,12 +167,18 @@ def make_web_client(
 ) -> tuple[str, str]:
     """A client with redirect URIs, for the authorization code flow: its client_id and secret
     ("" for a public client, which has no secret: `token_endpoint_auth_method` `none`)."""
-    made, secret = accounts.create_client(store, int(time.time()), name, redirect_uris, [])
-    if not public:
-        return made.client_id, secret
-    public_client = replace(made, client_id=made.client_id + "-public", secret_digest="")
-    store.add_client(public_client, int(time.time()))
-    return public_client.client_id, ""
+    settings = clients.ClientSettings(
+        name=name,
+        redirect_uris=tuple(redirect_uris),
+        # As `client create --redirect-uri` makes one: a confidential client may also act for
+        # itself (client_credentials); a public one may not.
+        grant_types=("authorization_code", "refresh_token")
+        + (() if public else ("client_credentials",)),
+        token_endpoint_auth_method="none" if public else "client_secret_basic",
+    )
+    assert clients.settings_problem(settings) is None
+    issued = clients.create_client(store, int(time.time()), settings)
+    return issued.client.client_id, issued.secret or ""
 
 
 def make_user(store: Store, username: str) -> User:
@@ -182,6 +188,13 @@ def make_user(store: Store, username: str) -> User:
     )
     assert user is not None
     return user
+
+
+def make_initial_access_token(
+    store: Store, push_types: tuple[str, ...] = (), lifetime: int = 3600
+) -> str:
+    """An initial access token for /register, as `registration-token issue` mints one."""
+    return clients.issue_initial_access_token(store, int(time.time()), push_types, lifetime)
 
 
 def revoke_token(store: Store, token: str) -> bool:

@@ -97,11 +97,169 @@ def test_token_issue_and_revoke(cli: CLI, http: FlaskClient) -> None:
     assert again.exit_code == 1 and again.stderr.strip() == "No live token matches."
 
 
+# -- clients as /register makes them -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            [],
+            {
+                "grant_types": ["client_credentials"],
+                "response_types": [],
+                "token_endpoint_auth_method": "client_secret_basic",
+                "scope": "uma_protection uma_authorization",
+            },
+        ),
+        (
+            ["--redirect-uri", "http://127.0.0.1:9000/cb", "--scope", "uma_protection"],
+            {
+                "redirect_uris": ["http://127.0.0.1:9000/cb"],
+                "grant_types": ["client_credentials", "authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "scope": "uma_protection",
+            },
+        ),
+        (
+            [
+                "--public",
+                "--redirect-uri",
+                "https://app.test/cb",
+                "--logo-uri",
+                "https://app.test/logo.png",
+                "--client-uri",
+                "https://app.test/",
+                "--scope",
+                "http://docs.kantarainitiative.org/uma/scopes/authz.json",
+            ],
+            {
+                "grant_types": ["authorization_code", "refresh_token"],
+                "token_endpoint_auth_method": "none",
+                "scope": "uma_authorization",
+                "logo_uri": "https://app.test/logo.png",
+                "client_uri": "https://app.test/",
+            },
+        ),
+        (
+            ["--grant-type", "client_credentials", "--grant-type", "client_credentials"],
+            {"grant_types": ["client_credentials"]},
+        ),
+    ],
+)
+def test_client_create_makes_the_client_register_would(
+    cli: CLI, args: list[str], expected: dict[str, object]
+) -> None:
+    made = cli.json("client", "create", "--name", "app", *args)
+    assert ("client_secret" in made) is ("--public" not in args)
+    (listed,) = cli.json("client", "list")
+    assert listed["client_id"] == made["client_id"] and listed["client_name"] == "app"
+    assert {key: listed[key] for key in expected} == expected
+    assert listed["registered_at_register"] is False
+    assert "client_secret" not in listed
+    if "client_secret" in made:
+        assert made["client_secret"] not in json.dumps(listed)
+
+
+def test_client_list_delete_and_rotate_secret(cli: CLI, http: FlaskClient) -> None:
+    assert cli.json("client", "list") == []
+    first = cli.json("client", "create", "--name", "one", "--push-claims", "custom")
+    second = cli.json("client", "create", "--name", "two")
+    listed = cli.json("client", "list")
+    assert [c["client_id"] for c in listed] == [first["client_id"], second["client_id"]]
+    assert listed[0]["uma_push_claim_types"] == ["custom"]
+
+    def token(made: dict[str, str], secret: str) -> int:
+        return http.post(
+            "/token",
+            data={"grant_type": "client_credentials", "scope": "uma_protection"},
+            auth=(made["client_id"], secret),
+        ).status_code
+
+    assert token(first, first["client_secret"]) == 200
+    rotated = cli.json("client", "rotate-secret", first["client_id"])
+    assert rotated["client_id"] == first["client_id"]
+    assert rotated["client_secret"] != first["client_secret"]
+    assert token(first, first["client_secret"]) == 401
+    assert token(first, rotated["client_secret"]) == 200
+
+    assert cli.json("client", "delete", first["client_id"]) == {"deleted": first["client_id"]}
+    assert [c["client_id"] for c in cli.json("client", "list")] == [second["client_id"]]
+    assert token(first, rotated["client_secret"]) == 401
+
+
+def test_a_public_client_has_no_secret_to_rotate(cli: CLI) -> None:
+    made = cli.json("client", "create", "--name", "p", "--public", "--redirect-uri", "https://a/cb")
+    result = cli("client", "rotate-secret", made["client_id"])
+    assert result.exit_code == 1
+    assert result.stderr == "A public client has no secret to rotate.\n"
+
+
+def test_registration_token_issue_prints_the_token_once(
+    cli: CLI, config_path: Path, http: FlaskClient
+) -> None:
+    issued = cli.json(
+        "registration-token", "issue", "--push-claims", "custom", "--expires-in", "60"
+    )
+    assert issued["token_type"] == "Bearer" and issued["expires_in"] == 60
+    assert issued["push_claim_types"] == ["custom"]
+    assert issued["initial_access_token"].startswith("uma_iat_")
+    assert issued["initial_access_token"] not in dump_database(config_path.parent / "uma.db")
+    reply = http.post(
+        "/register",
+        json={"grant_types": ["client_credentials"], "uma_push_claim_types": ["custom"]},
+        headers={"Authorization": f"Bearer {issued['initial_access_token']}"},
+    )
+    assert reply.status_code == 201
+    (listed,) = cli.json("client", "list")
+    assert listed["uma_push_claim_types"] == ["custom"]
+    assert listed["registered_at_register"] is True
+    default = cli.json("registration-token", "issue")
+    assert default["expires_in"] == 86400 and default["push_claim_types"] == []
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
         (["client", "create", "--name", " "], 1, "The client name must not be empty."),
-        (["client", "create", "--name", "x", "--redirect-uri", "/cb"], 1, "is not an absolute"),
+        (["client", "create", "--name", "x", "--redirect-uri", "/cb"], 1, "must be an absolute"),
+        (
+            ["client", "create", "--name", "x", "--redirect-uri", "http://a.test/cb"],
+            1,
+            "must be https; http only on a loopback host",
+        ),
+        (
+            ["client", "create", "--name", "x", "--redirect-uri", "https://*.a.test/cb"],
+            1,
+            "must not hold a wildcard",
+        ),
+        (
+            ["client", "create", "--name", "x", "--redirect-uri", "https://a.test/cb#x"],
+            1,
+            "must not have a fragment",
+        ),
+        (
+            ["client", "create", "--name", "x", "--public", "--grant-type", "client_credentials"],
+            1,
+            "a public client (token_endpoint_auth_method none) may not use client_credentials",
+        ),
+        (["client", "create", "--name", "x", "--public"], 1, "give at least one grant type"),
+        (
+            ["client", "create", "--name", "x", "--grant-type", "authorization_code"],
+            1,
+            "the authorization_code grant needs at least one redirect URI",
+        ),
+        (["client", "create", "--name", "x", "--grant-type", "implicit"], 2, "Invalid value"),
+        (["client", "create", "--name", "x", "--scope", "admin"], 1, "The scope 'admin' is"),
+        (["client", "create", "--name", "x", "--logo-uri", "ftp://a/l"], 1, "--logo-uri:"),
+        (["client", "delete", "nope"], 1, "There is no client 'nope'."),
+        (["client", "rotate-secret", "nope"], 1, "There is no client 'nope'."),
+        (["registration-token", "issue", "--expires-in", "0"], 2, "Invalid value"),
+        (
+            ["registration-token", "issue", "--push-claims", "claim-client-redirect-1.0"],
+            1,
+            "gathered by this server",
+        ),
         (
             ["client", "create", "--name", "x", "--push-claims", "claim-client-redirect-1.0"],
             1,

@@ -49,6 +49,7 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert config.lifetimes.refresh_token == 30 * 24 * 3600
     assert config.server.port == 8080
     assert config.maintenance.prune_interval == 300
+    assert config.registration.open is False
     assert config.server.connection_limit == 1000
     assert config.server.request_head_timeout == 10
     assert config.server.body_timeout == 30
@@ -146,6 +147,12 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
         ),
         (GOOD + "maintenance = 1\n", ["maintenance: must be a table, not an integer"]),
         (
+            GOOD + '[registration]\nopen = "yes"\n',
+            ["registration.open: must be true or false, not a string"],
+        ),
+        (GOOD + "[registration]\nopened = true\n", ["registration.opened: unknown key"]),
+        (GOOD + "registration = true\n", ["registration: must be a table, not a boolean"]),
+        (
             "database = 3\n",
             [
                 "issuer: missing",
@@ -188,6 +195,12 @@ def test_the_example_is_complete_but_has_no_secret(tmp_path: Path) -> None:
     assert config.issuer == "http://127.0.0.1:8080"
     assert config.limits == Limits()  # the example says the defaults
     assert config.maintenance.prune_interval == 300
+    assert config.registration.open is False
+
+
+def test_registration_may_be_opened(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD + "[registration]\nopen = true\n"))
+    assert config.registration.open is True
 
 
 # -- claims, SAML identity providers, OpenID Connect issuers -------------------------------------

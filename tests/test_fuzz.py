@@ -36,7 +36,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from .conftest import Store, make_client, make_party
+from .conftest import Store, make_client, make_initial_access_token, make_party
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "50"))
 # Unset or empty: derandomized (the same inputs every run). "random": a fresh seed, printed (shown
@@ -116,11 +116,30 @@ def credentials(app: Flask, store: Store) -> dict[str, dict[str, str]]:
     aat = make_party(store, "bob", "uma_authorization")
     client_id, secret = make_client(store, "fuzzing client")
     basic = base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+    initial = make_initial_access_token(store, ("custom",))
     return {
         "pat": pat.auth,
         "aat": aat.auth,
         "client_secret_basic": {"Authorization": f"Basic {basic}"},
+        "initial_access_token": {"Authorization": f"Bearer {initial}"},
     }
+
+
+@pytest.fixture
+def dynamic_client(http: FlaskClient, credentials: dict[str, dict[str, str]]) -> dict[str, Any]:
+    """A client registered at /register, so that its configuration endpoint's operations reach
+    past the 401 (with its registration access token as `registration_access_token`)."""
+    reply = http.post(
+        "/register",
+        json={"client_name": "fuzzed", "redirect_uris": ["https://fuzz.test/cb"]},
+        headers=credentials["initial_access_token"],
+    )
+    assert reply.status_code == 201, reply.get_data(as_text=True)
+    registered: dict[str, Any] = reply.get_json()
+    credentials["registration_access_token"] = {
+        "Authorization": f"Bearer {registered['registration_access_token']}"
+    }
+    return registered
 
 
 def _operations() -> list[str]:
@@ -136,7 +155,11 @@ def _operations() -> list[str]:
 
 @pytest.mark.parametrize("label", _operations())
 def test_operation(
-    app: Flask, credentials: dict[str, dict[str, str]], registered: list[str], label: str
+    app: Flask,
+    credentials: dict[str, dict[str, str]],
+    registered: list[str],
+    dynamic_client: dict[str, Any],
+    label: str,
 ) -> None:
     schema = schemathesis.openapi.from_wsgi("/openapi.json", app)
     schema.config.generation.update(with_security_parameters=False)
@@ -151,6 +174,11 @@ def test_operation(
         strategies += [
             operation.as_strategy(mode, path_parameters={"_id": rs_id})
             for rs_id in registered
+            for mode in GenerationMode
+        ]
+    if "{client_id}" in operation.path:
+        strategies += [
+            operation.as_strategy(mode, path_parameters={"client_id": dynamic_client["client_id"]})
             for mode in GenerationMode
         ]
 

@@ -19,6 +19,7 @@ from .api import (
     metadata,
     openapi,
     permissions,
+    registration,
     resource_sets,
     revocation,
     rpt,
@@ -98,6 +99,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         openapi.bp,
         metadata.bp,
         revocation.bp,
+        registration.bp,
     ):
         app.register_blueprint(blueprint)
     return app

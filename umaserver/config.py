@@ -83,6 +83,13 @@ class MaintenanceSettings:
 
 
 @dataclass(frozen=True)
+class RegistrationSettings:
+    # Whether anyone may register a client at /register; when false (the default), registering
+    # takes an initial access token from `registration-token issue`.
+    open: bool = False
+
+
+@dataclass(frozen=True)
 class Config:
     issuer: str
     database: Path
@@ -93,6 +100,7 @@ class Config:
     lifetimes: Lifetimes = Lifetimes()
     claims: ClaimSettings = ClaimSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
+    registration: RegistrationSettings = RegistrationSettings()
     saml_idps: tuple[SamlIdp, ...] = ()
     oidc_issuers: tuple[OidcIssuer, ...] = ()
     source: Path | None = None
@@ -279,6 +287,12 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         )
     )
     section.finish()
+
+    section = top.section("registration")
+    registration = RegistrationSettings(
+        open=section.take("open", bool, RegistrationSettings.open),
+    )
+    section.finish()
     saml_idps = [_saml_idp(reader, base) for reader in top.tables("saml_idps")]
     oidc_issuers = [_oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
     _no_repeats("saml_idps", [idp.entity_id for idp in saml_idps if idp], "entity_id", errors)
@@ -297,6 +311,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         lifetimes=lifetimes,
         claims=claims,
         maintenance=maintenance,
+        registration=registration,
         saml_idps=tuple(idp for idp in saml_idps if idp is not None),
         oidc_issuers=tuple(issuer for issuer in oidc_issuers if issuer is not None),
         source=source,

@@ -18,6 +18,7 @@ from umaserver.storage.records import (
     AssertionUse,
     Client,
     Consent,
+    InitialAccessToken,
     Permission,
     Ticket,
     TicketState,
@@ -91,6 +92,114 @@ def test_client_round_trip(
     store.add_client(client, T)
     assert store.get_client("client-1") == client
     assert store.get_client("client-2") is None
+
+
+METADATA = {
+    "grant_types": ["authorization_code", "refresh_token"],
+    "response_types": ["code"],
+    "token_endpoint_auth_method": "none",
+    "scope": "uma_authorization",
+    "logo_uri": "https://a.test/logo.png?size=ünïcode",
+    "client_uri": "https://a.test/",
+}
+
+
+def test_client_metadata_registration_digest_and_creation_time_round_trip(
+    store: Storage,
+) -> None:
+    client = Client("client-1", "", "n", ("https://a.test/cb",), (), METADATA, "reg-digest")
+    store.add_client(client, T)
+    got = store.get_client("client-1")
+    assert got == client
+    assert got is not None and same_json(got.metadata, METADATA)
+    assert got.registration_digest == "reg-digest" and got.created_at == T
+    plain = Client("client-2", "d", "n", (), ())
+    store.add_client(plain, T + 1)
+    assert store.get_client("client-2") == plain
+    assert plain.metadata == {} and plain.registration_digest is None
+
+
+def test_clients_are_listed_in_the_order_they_were_added(store: Storage) -> None:
+    assert store.list_clients() == []
+    for number, at in ((3, T), (1, T + 5), (2, T + 5)):
+        store.add_client(Client(f"client-{number}", "d", "n", (), ()), at)
+    listed = store.list_clients()
+    assert [c.client_id for c in listed] == ["client-3", "client-1", "client-2"]
+    assert [c.created_at for c in listed] == [T, T + 5, T + 5]
+
+
+def test_updating_a_client_replaces_its_metadata_but_not_its_secrets(store: Storage) -> None:
+    client = Client("client-1", "secret", "old", ("https://a.test/1",), ("x",), {}, "reg")
+    store.add_client(client, T)
+    updated = replace(
+        client,
+        secret_digest="other",
+        registration_digest="other",
+        name="new ✓",
+        redirect_uris=("https://b.test/2", "http://127.0.0.1/cb"),
+        push_claim_types=(),
+        metadata=METADATA,
+    )
+    assert store.update_client(updated)
+    assert store.get_client("client-1") == replace(
+        updated, secret_digest="secret", registration_digest="reg"
+    )
+    assert not store.update_client(replace(updated, client_id="client-2"))
+    assert store.get_client("client-2") is None
+
+
+def test_a_clients_secret_and_registration_digests_are_set(store: Storage) -> None:
+    client = make_client(store)
+    assert store.set_client_secret_digest(client.client_id, "new-secret")
+    assert store.set_registration_digest(client.client_id, "new-reg")
+    assert store.get_client(client.client_id) == replace(
+        client, secret_digest="new-secret", registration_digest="new-reg"
+    )
+    assert store.set_registration_digest(client.client_id, None)
+    assert store.get_client(client.client_id) == replace(client, secret_digest="new-secret")
+    assert not store.set_client_secret_digest("nobody", "x")
+    assert not store.set_registration_digest("nobody", "x")
+
+
+def test_deleting_a_client_takes_what_was_issued_to_it(store: Storage) -> None:
+    client, other = make_client(store), make_client(store)
+    token, kept = make_token(store, client), make_token(store, other)
+    resource_set = make_set(store, client)
+    rpt = make_rpt(store, token)
+    assert store.delete_client(client.client_id)
+    assert store.get_client(client.client_id) is None
+    assert store.get_access_token(token.digest) is None
+    assert store.find_resource_set(resource_set.id) is None
+    assert store.get_rpt(rpt.digest) is None
+    assert store.get_access_token(kept.digest) == kept
+    assert store.list_clients() == [other]
+    assert not store.delete_client(client.client_id)
+
+
+# -- initial access tokens -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("push_claim_types", [(), ("custom", "claim-client-assertion-saml-1.0")])
+def test_initial_access_token_round_trip(store: Storage, push_claim_types: tuple[str, ...]) -> None:
+    token = InitialAccessToken("iat-digest", push_claim_types, T, T + HOUR)
+    store.add_initial_access_token(token)
+    assert store.get_initial_access_token("iat-digest") == token
+    assert store.get_initial_access_token("other") is None
+
+
+def test_expired_initial_access_tokens_are_forgotten_in_batches(store: Storage) -> None:
+    for number, expires_at in enumerate((T + 10, T + 20, T + 30, T + 40, T + 50)):
+        store.add_initial_access_token(InitialAccessToken(f"d{number}", (), T, expires_at))
+    assert store.delete_initial_access_tokens_expired_before(T + 40, 2) == 2
+    assert store.delete_initial_access_tokens_expired_before(T + 40, 2) == 1
+    assert store.delete_initial_access_tokens_expired_before(T + 40, 2) == 0
+    assert [store.get_initial_access_token(f"d{n}") is None for n in range(5)] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
 
 
 # -- users -----------------------------------------------------------------------------------------

@@ -36,8 +36,8 @@ def configuration() -> Response:
         "claim_profiles_supported": claim_profiles(),
         "token_endpoint": config.url("/token"),
         # Not built yet, so not advertised: user_endpoint (/authorize, where owners and requesting
-        # parties sign in) and dynamic_client_endpoint (/register). The sign-in issue puts them
-        # back, with the endpoints.
+        # parties sign in). The sign-in issue puts it back, with the endpoint.
+        "dynamic_client_endpoint": config.url("/register"),
         "resource_set_registration_endpoint": config.url("/rs"),
         "introspection_endpoint": config.url("/introspect"),
         "permission_registration_endpoint": config.url("/permission"),

@@ -21,9 +21,9 @@ def metadata() -> Response:
     config = runtime().config
     document = {
         "issuer": config.issuer,
-        # Not built yet, so not advertised: authorization_endpoint (/authorize) and
-        # registration_endpoint (/register). They go in with the endpoints.
+        # Not built yet, so not advertised: authorization_endpoint (/authorize).
         "token_endpoint": config.url("/token"),
+        "registration_endpoint": config.url("/register"),
         "revocation_endpoint": config.url("/revoke"),
         "grant_types_supported": list(GRANT_TYPES),
         "response_types_supported": ["code"],

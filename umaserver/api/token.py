@@ -57,6 +57,9 @@ def normalise_scope(unverified_scope: str | None) -> str:
 
 
 class OAuthClient(ClientMixin):  # type: ignore[misc]
+    """A stored client as Authlib asks about it: everything is read from its registered metadata
+    (`Client.grant_types`, `.response_types`, `.scopes`, `.is_public`, `.redirect_uris`)."""
+
     def __init__(self, client: Client) -> None:
         self.client = client
 
@@ -67,22 +70,31 @@ class OAuthClient(ClientMixin):  # type: ignore[misc]
         return self.client.redirect_uris[0] if self.client.redirect_uris else None
 
     def get_allowed_scope(self, scope: str) -> str:
-        return normalise_scope(scope)
+        """The scope asked for, when the client registered all of it; else invalid_scope."""
+        normalised = normalise_scope(scope)
+        if not set(normalised.split(" ")) <= set(self.client.scopes):
+            raise InvalidScopeError(
+                f"This client is registered for the scope {' '.join(self.client.scopes)} only."
+            )
+        return normalised
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
+        """Exact string comparison with a registered redirect URI (RFC 9700)."""
         return redirect_uri in self.client.redirect_uris
 
     def check_client_secret(self, client_secret: str) -> bool:
         return self.client.check_secret(client_secret)
 
     def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        """A public client authenticates with `none` only; a confidential one with its secret,
+        sent either way (`client_secret_basic` or `client_secret_post`: the same secret)."""
         return method in token_auth_methods(self.client)
 
     def check_response_type(self, response_type: str) -> bool:
-        return False
+        return response_type in self.client.response_types
 
     def check_grant_type(self, grant_type: str) -> bool:
-        return grant_type in GRANT_TYPES
+        return grant_type in self.client.grant_types
 
 
 class ClientCredentialsGrant(grants.ClientCredentialsGrant):  # type: ignore[misc]
@@ -94,9 +106,8 @@ class ClientCredentialsGrant(grants.ClientCredentialsGrant):  # type: ignore[mis
 
 def is_public(client: Client) -> bool:
     """A public client (`token_endpoint_auth_method` `none`): it has no secret, authenticates by
-    its client_id alone, and must use PKCE. Until clients carry registration metadata, a client
-    is public exactly when it has no secret digest."""
-    return client.secret_digest == ""
+    its client_id alone, and must use PKCE."""
+    return client.is_public
 
 
 def token_auth_methods(client: Client) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""Commands for operators: OAuth clients, local users, and PATs and AATs without a browser."""
+"""Commands for operators: OAuth clients, initial access tokens for /register, local users, and
+PATs and AATs without a browser."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import click
 from .. import secrets_at_rest
 from ..api.bearer import SCOPE_ALIASES
 from ..claims.model import REDIRECT_TYPE
-from ..services import accounts
+from ..services import accounts, clients
 from . import CLOCK, _config, _store, emit, fail, main
 
 # -- clients -----------------------------------------------------------------------------------
@@ -24,9 +25,26 @@ def client() -> None:
 
 
 def _check_redirect_uri(uri: str) -> str:
-    parts = urlsplit(uri)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.fragment:
-        fail(f"The redirect URI {uri!r} is not an absolute http(s) URI without a fragment.")
+    problem = clients.redirect_uri_problem(uri)
+    if problem is not None:
+        fail(f"The redirect URI {uri!r} {problem}.")
+    return uri
+
+
+def _scopes(given: tuple[str, ...]) -> tuple[str, ...]:
+    names = [name for text in given for name in text.split()]
+    for name in names:
+        if name not in SCOPE_ALIASES:
+            fail(f"The scope {name!r} is unknown; give uma_protection or uma_authorization.")
+    asked = {SCOPE_ALIASES[name] for name in names}
+    return tuple(name for name in clients.SCOPES if name in asked) or clients.SCOPES
+
+
+def _page_uri(option: str, uri: str | None) -> str | None:
+    if uri is not None:
+        parts = urlsplit(uri)
+        if parts.scheme not in ("http", "https") or not parts.netloc or len(uri) > 2000:
+            fail(f"{option}: {uri!r} is not an absolute http(s) URI.")
     return uri
 
 
@@ -39,23 +57,151 @@ def _check_redirect_uri(uri: str) -> str:
     multiple=True,
     help="A claim type this client may push (repeatable).",
 )
+@click.option("--public", is_flag=True, help="A public client: no secret (auth method none).")
+@click.option(
+    "--grant-type",
+    "grant_types",
+    multiple=True,
+    type=click.Choice(clients.GRANT_TYPES),
+    help="A grant type (repeatable). Default: client_credentials (not for a public client),"
+    " and authorization_code and refresh_token when redirect URIs are given.",
+)
+@click.option(
+    "--scope",
+    "scopes",
+    multiple=True,
+    help="uma_protection and/or uma_authorization (repeatable; default both).",
+)
+@click.option("--logo-uri", help="The client's logo, shown to people as not verified.")
+@click.option("--client-uri", help="The client's home page, shown to people as not verified.")
 @click.pass_context
 def client_create(
-    ctx: click.Context, name: str, redirect_uris: tuple[str, ...], push_types: tuple[str, ...]
+    ctx: click.Context,
+    name: str,
+    redirect_uris: tuple[str, ...],
+    push_types: tuple[str, ...],
+    public: bool,
+    grant_types: tuple[str, ...],
+    scopes: tuple[str, ...],
+    logo_uri: str | None,
+    client_uri: str | None,
 ) -> None:
-    """Register a client; its secret is shown once."""
+    """Register a client, as /register does; its secret is shown once."""
     if not name.strip():
         fail("The client name must not be empty.")
-    uris = [_check_redirect_uri(uri) for uri in redirect_uris]
+    uris = tuple(_check_redirect_uri(uri) for uri in redirect_uris)
     for claim_type in push_types:
         if not claim_type.strip():
             fail("A claim type must not be empty.")
         if claim_type == REDIRECT_TYPE:
             fail(f"{REDIRECT_TYPE} is gathered by this server, not pushed by a client.")
-    created, secret = accounts.create_client(
-        _store(ctx), CLOCK.now(), name, uris, list(dict.fromkeys(push_types))
+    if not grant_types:
+        grant_types = () if public else ("client_credentials",)
+        if uris:
+            grant_types += ("authorization_code", "refresh_token")
+    grants = tuple(dict.fromkeys(grant_types))
+    settings = clients.ClientSettings(
+        name=name,
+        redirect_uris=uris,
+        grant_types=grants,
+        response_types=("code",) if "authorization_code" in grants else (),
+        token_endpoint_auth_method="none" if public else "client_secret_basic",
+        scope=_scopes(scopes),
+        logo_uri=_page_uri("--logo-uri", logo_uri),
+        client_uri=_page_uri("--client-uri", client_uri),
+        push_claim_types=tuple(dict.fromkeys(push_types)),
     )
-    emit({"client_id": created.client_id, "client_secret": secret})
+    problem = clients.settings_problem(settings)
+    if problem is not None:
+        fail(problem[1])
+    issued = clients.create_client(_store(ctx), CLOCK.now(), settings)
+    made: dict[str, str] = {"client_id": issued.client.client_id}
+    if issued.secret is not None:
+        made["client_secret"] = issued.secret
+    emit(made)
+
+
+@client.command("list")
+@click.pass_context
+def client_list(ctx: click.Context) -> None:
+    """Every client with its registered metadata (never a secret), oldest first."""
+    emit(
+        [
+            {
+                **clients.client_information(found),
+                "registered_at_register": found.registration_digest is not None,
+            }
+            for found in _store(ctx).list_clients()
+        ]
+    )
+
+
+@client.command("delete")
+@click.argument("client_id")
+@click.pass_context
+def client_delete(ctx: click.Context, client_id: str) -> None:
+    """Delete a client with every token issued to it and everything it registered."""
+    if not _store(ctx).delete_client(client_id):
+        fail(f"There is no client {client_id!r}.")
+    emit({"deleted": client_id})
+
+
+@client.command("rotate-secret")
+@click.argument("client_id")
+@click.pass_context
+def client_rotate_secret(ctx: click.Context, client_id: str) -> None:
+    """Give a confidential client a new secret, shown once; the old one stops working."""
+    try:
+        secret = clients.rotate_secret(_store(ctx), client_id)
+    except ValueError as error:
+        fail(str(error))
+    if secret is None:
+        fail(f"There is no client {client_id!r}.")
+    emit({"client_id": client_id, "client_secret": secret})
+
+
+# -- initial access tokens for /register -------------------------------------------------------
+
+
+@main.group("registration-token")
+def registration_token() -> None:
+    """Initial access tokens: what /register asks for unless [registration] open = true."""
+
+
+@registration_token.command("issue")
+@click.option(
+    "--push-claims",
+    "push_types",
+    multiple=True,
+    help="A claim type clients registered with this token may push (repeatable; default none).",
+)
+@click.option(
+    "--expires-in",
+    type=click.IntRange(1, 365 * 24 * 3600),
+    default=24 * 3600,
+    show_default=True,
+    help="Seconds the token can be used for (any number of registrations until then).",
+)
+@click.pass_context
+def registration_token_issue(
+    ctx: click.Context, push_types: tuple[str, ...], expires_in: int
+) -> None:
+    """Mint an initial access token (RFC 7591 3), shown once and stored as a digest."""
+    for claim_type in push_types:
+        if not claim_type.strip():
+            fail("A claim type must not be empty.")
+        if claim_type == REDIRECT_TYPE:
+            fail(f"{REDIRECT_TYPE} is gathered by this server, not pushed by a client.")
+    allowed = tuple(dict.fromkeys(push_types))
+    token = clients.issue_initial_access_token(_store(ctx), CLOCK.now(), allowed, expires_in)
+    emit(
+        {
+            "initial_access_token": token,
+            "token_type": "Bearer",
+            "expires_in": expires_in,
+            "push_claim_types": list(allowed),
+        }
+    )
 
 
 # -- users -------------------------------------------------------------------------------------

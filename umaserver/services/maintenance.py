@@ -2,9 +2,10 @@
 
 `prune` deletes what expired more than a day ago (`EXPIRED_MEMORY`): tickets with the claims gathered
 for them (an expired ticket is remembered that long so that it can be told apart from an unknown
-one), assertion uses, RPTs with their permissions, PATs and AATs (after their RPTs: an RPT may
-outlive its AAT, and a token with an RPT still stored under it stays), authorization codes and
-refresh tokens (used ones too: until then a reused one is still recognised and revokes its family). Each batch of at most `BATCH`
+one), assertion uses, RPTs with their permissions, initial access tokens, PATs and AATs (after
+their RPTs: an RPT may outlive its AAT, and a token with an RPT still stored under it stays),
+authorization codes and refresh tokens (used ones too: until then a reused one is still recognised
+and revokes its family). Each batch of at most `BATCH`
 rows is its own short transaction, so no write holds the lock for long, and several processes may
 prune one database at once: each deletes what the others have not.
 
@@ -37,6 +38,7 @@ class Pruned:
     access_tokens: int = 0
     authorization_codes: int = 0
     refresh_tokens: int = 0
+    initial_access_tokens: int = 0
 
     @property
     def total(self) -> int:
@@ -47,6 +49,7 @@ class Pruned:
             + self.access_tokens
             + self.authorization_codes
             + self.refresh_tokens
+            + self.initial_access_tokens
         )
 
 
@@ -71,6 +74,9 @@ def prune(storage: Storage, now: int, batch: int = BATCH) -> Pruned:
             storage.delete_authorization_codes_expired_before, moment, batch
         ),
         refresh_tokens=_in_batches(storage.delete_refresh_tokens_expired_before, moment, batch),
+        initial_access_tokens=_in_batches(
+            storage.delete_initial_access_tokens_expired_before, moment, batch
+        ),
     )
 
 
@@ -94,13 +100,14 @@ class PruneJob:
         if pruned.total:
             log.info(
                 "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d"
-                " authorization_codes=%d refresh_tokens=%d",
+                " authorization_codes=%d refresh_tokens=%d initial_access_tokens=%d",
                 pruned.tickets,
                 pruned.assertion_uses,
                 pruned.rpts,
                 pruned.access_tokens,
                 pruned.authorization_codes,
                 pruned.refresh_tokens,
+                pruned.initial_access_tokens,
             )
         return pruned
 

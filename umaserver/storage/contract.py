@@ -32,6 +32,7 @@ from .records import (
     AuthorizationCode,
     Client,
     Consent,
+    InitialAccessToken,
     Permission,
     RefreshToken,
     ResourceSet,
@@ -44,7 +45,43 @@ from .records import (
 class Clients(Protocol):
     def add_client(self, client: Client, created_at: int) -> None: ...
 
-    def get_client(self, client_id: str) -> Client | None: ...
+    def get_client(self, client_id: str) -> Client | None:
+        """The client with its metadata, registration digest and `created_at`."""
+        ...
+
+    def list_clients(self) -> list[Client]:
+        """Every client, in the order they were added."""
+        ...
+
+    def update_client(self, client: Client) -> bool:
+        """Replaces the name, redirect URIs, push claim types and metadata of the client with
+        this id (never its secret or registration digest); False when there is none."""
+        ...
+
+    def set_client_secret_digest(self, client_id: str, secret_digest: str) -> bool:
+        """False when there is no such client."""
+        ...
+
+    def set_registration_digest(self, client_id: str, digest: str | None) -> bool:
+        """False when there is no such client."""
+        ...
+
+    def delete_client(self, client_id: str) -> bool:
+        """Deletes the client with everything issued to it or registered by it (its tokens,
+        resource sets, tickets, RPTs, codes, consents); False when there is none."""
+        ...
+
+
+class InitialAccessTokens(Protocol):
+    def add_initial_access_token(self, token: InitialAccessToken) -> None: ...
+
+    def get_initial_access_token(self, digest: str) -> InitialAccessToken | None:
+        """The token, expired or not."""
+        ...
+
+    def delete_initial_access_tokens_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` initial access tokens that expired before `moment`."""
+        ...
 
 
 class Users(Protocol):
@@ -277,6 +314,7 @@ class Permissions(Protocol):
 
 class Storage(
     Clients,
+    InitialAccessTokens,
     Users,
     AccessTokens,
     ResourceSets,

@@ -3,7 +3,7 @@ reading themselves. Tokens appear only as their digests."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import secrets_at_rest
@@ -18,9 +18,54 @@ class Client:
     name: str
     redirect_uris: tuple[str, ...]
     push_claim_types: tuple[str, ...]
+    # RFC 7591 members beyond the columns (grant_types, response_types, token_endpoint_auth_method,
+    # logo_uri, client_uri, scope): only those, as registered (scope with its names, never an
+    # alias). Empty for a client made before registration existed: the properties below read it
+    # as `client create` makes a client by default.
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # The digest of the RFC 7592 registration access token; None for a client made by the CLI.
+    registration_digest: str | None = None
+    # When it was stored; set by the store on reading, not part of a client's equality.
+    created_at: int = field(default=0, compare=False)
 
     def check_secret(self, unverified: str) -> bool:
+        if self.is_public:
+            return False  # a public client has no secret: none matches
         return secrets_at_rest.matches_digest(unverified, self.secret_digest)
+
+    @property
+    def token_endpoint_auth_method(self) -> str:
+        """`client_secret_basic` (the default), `client_secret_post`, or `none` (public)."""
+        return str(self.metadata.get("token_endpoint_auth_method", "client_secret_basic"))
+
+    @property
+    def is_public(self) -> bool:
+        """A public client (RFC 6749 2.1): no secret, authenticates with `none`."""
+        return self.token_endpoint_auth_method == "none"  # noqa: S105 - a method name
+
+    @property
+    def grant_types(self) -> tuple[str, ...]:
+        """The grant types it may use. Without stored metadata: client_credentials, and the code
+        flow (authorization_code, refresh_token) when it has redirect URIs."""
+        if "grant_types" in self.metadata:
+            return tuple(self.metadata["grant_types"])
+        if self.redirect_uris:
+            return ("client_credentials", "authorization_code", "refresh_token")
+        return ("client_credentials",)
+
+    @property
+    def response_types(self) -> tuple[str, ...]:
+        if "response_types" in self.metadata:
+            return tuple(self.metadata["response_types"])
+        return ("code",) if "authorization_code" in self.grant_types else ()
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        """The scopes it may be given (uma_protection, uma_authorization); both by default."""
+        scope = self.metadata.get("scope")
+        if scope is None:
+            return ("uma_protection", "uma_authorization")
+        return tuple(str(scope).split())
 
 
 @dataclass(frozen=True)
@@ -157,3 +202,14 @@ class Consent:
     client_id: str
     scope: str
     granted_at: int
+
+
+@dataclass(frozen=True)
+class InitialAccessToken:
+    """An RFC 7591 initial access token (its digest): which claim types a client registered with
+    it may push; usable until it expires."""
+
+    digest: str
+    push_claim_types: tuple[str, ...]
+    created_at: int
+    expires_at: int

@@ -8,6 +8,7 @@ import sqlite3
 from ..records import (
     AccessToken,
     Client,
+    InitialAccessToken,
     User,
 )
 from .base import Base
@@ -19,27 +20,96 @@ class Accounts(Base):
     def add_client(self, client: Client, created_at: int) -> None:
         self._write(
             "INSERT INTO clients (client_id, secret_digest, name, redirect_uris,"
-            " push_claim_types, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+            " push_claim_types, metadata, registration_digest, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 client.client_id,
                 client.secret_digest,
                 client.name,
                 json.dumps(list(client.redirect_uris)),
                 json.dumps(list(client.push_claim_types)),
+                json.dumps(client.metadata),
+                client.registration_digest,
                 created_at,
             ),
         )
 
     def get_client(self, client_id: str) -> Client | None:
         row = self._one("SELECT * FROM clients WHERE client_id = ?", (client_id,))
+        return None if row is None else _client(row)
+
+    def list_clients(self) -> list[Client]:
+        rows = self.conn.execute("SELECT * FROM clients ORDER BY created_at, rowid").fetchall()
+        return [_client(row) for row in rows]
+
+    def update_client(self, client: Client) -> bool:
+        return (
+            self._write(
+                "UPDATE clients SET name = ?, redirect_uris = ?, push_claim_types = ?,"
+                " metadata = ? WHERE client_id = ?",
+                (
+                    client.name,
+                    json.dumps(list(client.redirect_uris)),
+                    json.dumps(list(client.push_claim_types)),
+                    json.dumps(client.metadata),
+                    client.client_id,
+                ),
+            )
+            == 1
+        )
+
+    def set_client_secret_digest(self, client_id: str, secret_digest: str) -> bool:
+        return (
+            self._write(
+                "UPDATE clients SET secret_digest = ? WHERE client_id = ?",
+                (secret_digest, client_id),
+            )
+            == 1
+        )
+
+    def set_registration_digest(self, client_id: str, digest: str | None) -> bool:
+        return (
+            self._write(
+                "UPDATE clients SET registration_digest = ? WHERE client_id = ?",
+                (digest, client_id),
+            )
+            == 1
+        )
+
+    def delete_client(self, client_id: str) -> bool:
+        # Every table naming a client does so with ON DELETE CASCADE.
+        return self._write("DELETE FROM clients WHERE client_id = ?", (client_id,)) == 1
+
+    # -- initial access tokens -----------------------------------------------------------------
+
+    def add_initial_access_token(self, token: InitialAccessToken) -> None:
+        self._write(
+            "INSERT INTO initial_access_tokens (digest, push_claim_types, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?)",
+            (
+                token.digest,
+                json.dumps(list(token.push_claim_types)),
+                token.created_at,
+                token.expires_at,
+            ),
+        )
+
+    def get_initial_access_token(self, digest: str) -> InitialAccessToken | None:
+        row = self._one("SELECT * FROM initial_access_tokens WHERE digest = ?", (digest,))
         if row is None:
             return None
-        return Client(
-            client_id=row["client_id"],
-            secret_digest=row["secret_digest"],
-            name=row["name"],
-            redirect_uris=tuple(json.loads(row["redirect_uris"])),
+        return InitialAccessToken(
+            digest=row["digest"],
             push_claim_types=tuple(json.loads(row["push_claim_types"])),
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+        )
+
+    def delete_initial_access_tokens_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM initial_access_tokens WHERE digest IN"
+            " (SELECT digest FROM initial_access_tokens WHERE expires_at < ? LIMIT ?)",
+            (moment, limit),
         )
 
     # -- users ---------------------------------------------------------------------------------
@@ -124,3 +194,16 @@ class Accounts(Base):
             " AND NOT EXISTS (SELECT 1 FROM rpts AS r WHERE r.aat_digest = t.digest) LIMIT ?)",
             (moment, limit),
         )
+
+
+def _client(row: sqlite3.Row) -> Client:
+    return Client(
+        client_id=row["client_id"],
+        secret_digest=row["secret_digest"],
+        name=row["name"],
+        redirect_uris=tuple(json.loads(row["redirect_uris"])),
+        push_claim_types=tuple(json.loads(row["push_claim_types"])),
+        metadata=json.loads(row["metadata"]),
+        registration_digest=row["registration_digest"],
+        created_at=row["created_at"],
+    )
