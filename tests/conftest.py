@@ -136,9 +136,18 @@ def open_store(database: Path) -> Store:
 
 
 def make_client(store: Store, name: str, push_types: tuple[str, ...] = ()) -> tuple[str, str]:
-    """A registered client: its client_id and secret."""
-    made, secret = accounts.create_client(store, int(time.time()), name, [], list(push_types))
-    return made.client_id, secret
+    """A registered client, as `client create` makes one without redirect URIs (it acts for
+    itself with client_credentials): its client_id and secret."""
+    settings = clients.ClientSettings(
+        name=name,
+        grant_types=("client_credentials",),
+        response_types=(),
+        push_claim_types=tuple(push_types),
+    )
+    assert clients.settings_problem(settings) is None
+    issued = clients.create_client(store, int(time.time()), settings)
+    assert issued.secret is not None
+    return issued.client.client_id, issued.secret
 
 
 def make_party(

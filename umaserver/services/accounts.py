@@ -7,28 +7,7 @@ from typing import Any
 
 from .. import secrets_at_rest
 from ..storage import Storage
-from ..storage.records import AccessToken, Client, User
-
-
-def create_client(
-    storage: Storage,
-    now: int,
-    name: str,
-    redirect_uris: list[str],
-    push_claim_types: list[str],
-) -> tuple[Client, str]:
-    """The client and its secret, which is shown once and stored only as a digest."""
-    secret = secrets_at_rest.new_token(secrets_at_rest.CLIENT_SECRET_PREFIX)
-    client = Client(
-        client_id=secrets_at_rest.new_id(),
-        secret_digest=secrets_at_rest.digest(secret),
-        name=name,
-        redirect_uris=tuple(redirect_uris),
-        push_claim_types=tuple(push_claim_types),
-    )
-    storage.add_client(client, now)
-    return client, secret
-
+from ..storage.records import AccessToken, User
 
 # Owners are named by username, or `client:<client_id>` for a client acting for itself: a username
 # with this character could take a client's name, and the rules meant for it.
