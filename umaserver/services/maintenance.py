@@ -3,7 +3,9 @@
 `prune` deletes what expired more than a day ago (`EXPIRED_MEMORY`): tickets with the claims gathered
 for them (an expired ticket is remembered that long so that it can be told apart from an unknown
 one), assertion uses, RPTs with their permissions, and PATs and AATs (after their RPTs: an RPT may
-outlive its AAT, and a token with an RPT still stored under it stays). Each batch of at most `BATCH`
+outlive its AAT, and a token with an RPT still stored under it stays); also sessions as soon as they
+have expired, and failed sign-ins older than a day (or than `failure_memory`, when the sign-in limits
+look further back). Each batch of at most `BATCH`
 rows is its own short transaction, so no write holds the lock for long, and several processes may
 prune one database at once: each deletes what the others have not.
 
@@ -34,10 +36,19 @@ class Pruned:
     assertion_uses: int = 0
     rpts: int = 0
     access_tokens: int = 0
+    sessions: int = 0
+    signin_failures: int = 0
 
     @property
     def total(self) -> int:
-        return self.tickets + self.assertion_uses + self.rpts + self.access_tokens
+        return (
+            self.tickets
+            + self.assertion_uses
+            + self.rpts
+            + self.access_tokens
+            + self.sessions
+            + self.signin_failures
+        )
 
 
 def _in_batches(delete: Callable[[int, int], int], moment: int, batch: int) -> int:
@@ -49,22 +60,36 @@ def _in_batches(delete: Callable[[int, int], int], moment: int, batch: int) -> i
             return deleted
 
 
-def prune(storage: Storage, now: int, batch: int = BATCH) -> Pruned:
-    """Deletes, batch by batch, what expired before `now - EXPIRED_MEMORY`; what it deleted."""
+def prune(
+    storage: Storage, now: int, batch: int = BATCH, failure_memory: int = EXPIRED_MEMORY
+) -> Pruned:
+    """Deletes, batch by batch, what expired before `now - EXPIRED_MEMORY` (sessions: before
+    `now`; failed sign-ins: from before `now - failure_memory`); what it deleted."""
     moment = now - EXPIRED_MEMORY
     return Pruned(
         tickets=_in_batches(storage.delete_tickets_expired_before, moment, batch),
         assertion_uses=_in_batches(storage.delete_assertion_uses_expired_before, moment, batch),
         rpts=_in_batches(storage.delete_rpts_expired_before, moment, batch),
         access_tokens=_in_batches(storage.delete_access_tokens_expired_before, moment, batch),
+        sessions=_in_batches(storage.delete_sessions_expired_before, now, batch),
+        signin_failures=_in_batches(
+            storage.delete_signin_failures_before, now - failure_memory, batch
+        ),
     )
 
 
 class PruneJob:
     """`prune` every `interval` seconds on a daemon thread, each run on a handle of its own."""
 
-    def __init__(self, open_storage: Callable[[], Storage], clock: Clock, interval: float) -> None:
+    def __init__(
+        self,
+        open_storage: Callable[[], Storage],
+        clock: Clock,
+        interval: float,
+        failure_memory: int = EXPIRED_MEMORY,
+    ) -> None:
         self._open_storage = open_storage
+        self._failure_memory = failure_memory
         self._clock = clock
         self._interval = interval
         self._stopping = threading.Event()
@@ -74,16 +99,19 @@ class PruneJob:
         """One pruning, now (the thread's one step)."""
         storage = self._open_storage()
         try:
-            pruned = prune(storage, self._clock.now())
+            pruned = prune(storage, self._clock.now(), failure_memory=self._failure_memory)
         finally:
             storage.close()
         if pruned.total:
             log.info(
-                "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d",
+                "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d sessions=%d"
+                " signin_failures=%d",
                 pruned.tickets,
                 pruned.assertion_uses,
                 pruned.rpts,
                 pruned.access_tokens,
+                pruned.sessions,
+                pruned.signin_failures,
             )
         return pruned
 

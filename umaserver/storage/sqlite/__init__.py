@@ -14,12 +14,13 @@ from .accounts import Accounts
 from .base import connect
 from .evidence import Evidence
 from .resources import Resources
+from .sessions import Sessions
 from .tokens import Tokens
 
 __all__ = ["SQLiteStorage", "connect"]
 
 
-class SQLiteStorage(Accounts, Resources, Evidence, Tokens):
+class SQLiteStorage(Accounts, Resources, Evidence, Tokens, Sessions):
     """The contract's operations over one SQLite connection (see `contract.Storage`)."""
 
     @classmethod
