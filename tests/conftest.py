@@ -162,6 +162,13 @@ def make_party(
     return Party(client_id, secret, username, token)
 
 
+def make_person(store: Store, username: str, password_hash: str | None) -> User:
+    """A local user with this password hash (an argon2id one, or an old scrypt one)."""
+    made = accounts.create_user(store, int(time.time()), username, password_hash, {})
+    assert made is not None
+    return made
+
+
 def revoke_token(store: Store, token: str) -> bool:
     """Revokes a PAT or an AAT, as `token revoke` does; whether it was live."""
     return accounts.revoke_access_token(store, token)

@@ -42,10 +42,8 @@ def _go_on(next_path: str | None) -> BaseResponse:
 
 @bp.get("/signin")
 def signin_page() -> BaseResponse:
-    next_path = _next()
-    if sessions.current_user() is not None:
-        return _go_on(next_path)
-    return render("pages/signin.html", next=next_path, username="")
+    # Shown to signed-in people too: signing in again (as someone else) starts a new session.
+    return render("pages/signin.html", next=_next(), username="")
 
 
 def _minutes(seconds: int) -> str:
