@@ -93,6 +93,7 @@ def test_user_list_set_password_and_delete(cli: CLI, store: Store) -> None:
     assert cli.json("user", "set-password", "bob", "--password-stdin", input="new one\n") == {
         "username": "bob",
         "password_set": True,
+        "sessions_ended": 0,
     }
     found = stored_user(store, "bob")
     assert found is not None and found.password_hash is not None

@@ -734,6 +734,17 @@ def test_session_round_trip_touch_and_delete(store: Storage) -> None:
     assert store.get_session("d1") is None
 
 
+def test_ending_every_session_of_a_user(store: Storage) -> None:
+    user, other = make_user(store), make_user(store)
+    for digest in ("a", "b"):
+        store.add_session(session(user, digest))
+    store.add_session(session(other, "c"))
+    assert store.delete_sessions_of(user.sub) == 2
+    assert store.delete_sessions_of(user.sub) == 0
+    assert store.get_session("a") is None and store.get_session("b") is None
+    assert store.get_session("c") == session(other, "c")
+
+
 def test_expired_sessions_are_forgotten_in_batches(store: Storage) -> None:
     user = make_user(store)
     for i in range(3):

@@ -125,13 +125,16 @@ def user_list(ctx: click.Context) -> None:
 )
 @click.pass_context
 def user_set_password(ctx: click.Context, username: str, password_stdin: bool) -> None:
-    """Give a user a new password (argon2id); their sessions stay."""
+    """Give a user a new password (argon2id); their sessions end."""
     store = _store(ctx)
     found = store.get_user_by_username(username)
     if found is None:
         fail(f"There is no user {username!r}.")
-    store.set_password_hash(found.sub, _password_hash())
-    emit({"username": username, "password_set": True})
+    password_hash = _password_hash()
+    with store.transaction():
+        store.set_password_hash(found.sub, password_hash)
+        ended = store.delete_sessions_of(found.sub)
+    emit({"username": username, "password_set": True, "sessions_ended": ended})
 
 
 @user.command("delete")

@@ -90,6 +90,10 @@ class Sessions(Protocol):
         """False when there is no such session."""
         ...
 
+    def delete_sessions_of(self, user_sub: str) -> int:
+        """Ends every session of the user (a new password, say); how many."""
+        ...
+
     def delete_sessions_expired_before(self, moment: int, limit: int) -> int:
         """Forgets at most `limit` sessions that expired before `moment`."""
         ...

@@ -48,6 +48,9 @@ class Sessions(Base):
     def delete_session(self, digest: str) -> bool:
         return self._write("DELETE FROM sessions WHERE digest = ?", (digest,)) == 1
 
+    def delete_sessions_of(self, user_sub: str) -> int:
+        return self._write("DELETE FROM sessions WHERE user_sub = ?", (user_sub,))
+
     def delete_sessions_expired_before(self, moment: int, limit: int) -> int:
         return self._write(
             "DELETE FROM sessions WHERE digest IN"
