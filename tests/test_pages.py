@@ -273,3 +273,19 @@ def test_cookie_flags(tmp_path: Path, issuer: str, prefix: str, secure: bool) ->
         assert not any(a.lower().startswith("domain") for a in attributes)
     assert presession.startswith(f"{prefix}umaserver_presession=")
     assert "Max-Age=0" in dropped
+
+
+def test_storage_that_cannot_be_used_is_a_503_page(tmp_path: Path) -> None:
+    (tmp_path / "policies.toml").write_text("", encoding="utf-8")
+    (tmp_path / "not-a-folder").write_text("", encoding="utf-8")
+    config_path = write_config(tmp_path)
+    text = config_path.read_text(encoding="utf-8").replace("uma.db", "not-a-folder/uma.db")
+    config_path.write_text(text, encoding="utf-8")
+    app = create_app(load_config(config_path), clock=FakeClock())
+    http = app.test_client()
+    http.set_cookie("umaserver_session", "some-id")
+    answer = http.get("/")
+    assert answer.status_code == 503
+    assert answer.mimetype == "text/html" and answer.headers["Retry-After"] == "5"
+    assert "<h1>Not available right now</h1>" in answer.text
+    assert answer.headers["X-Frame-Options"] == "DENY"

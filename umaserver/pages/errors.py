@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Response
+from flask import Response, g
 
 from .rendering import is_page_request, render
 
@@ -28,6 +28,10 @@ def render_error(status: int, description: str | None) -> Response | None:
     say what was wrong (`description`); other statuses say it in our words."""
     if not is_page_request():
         return None
+    # An error page reads no storage (the error may be the storage's): the footer names the
+    # person only when the session was read before the error.
+    if "pages_session" not in g:
+        g.pages_session = None
     message = MESSAGES.get(status) or description or "The request could not be answered."
     return render(
         "pages/error.html",
