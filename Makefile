@@ -34,12 +34,23 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
-# xmlsec1 lets the tests run pysaml2 as an independent SAML identity provider (Debian package).
+# xmlsec1 lets the tests run pysaml2 as an independent SAML identity provider; chromium and
+# chromium-driver run the browser tests (headless, offline). Debian packages, installed when missing;
+# where they cannot be installed, `make test` stops saying what to install (it never skips them).
+CHROMIUM := /usr/bin/chromium
+CHROMEDRIVER := /usr/bin/chromedriver
 system-deps:
-	@command -v xmlsec1 >/dev/null || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq xmlsec1 >/dev/null; \
-	  elif command -v sudo >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq xmlsec1 >/dev/null; \
-	  else echo "install xmlsec1 (Debian: apt-get install xmlsec1) to run the SAML interoperability tests" >&2; exit 1; fi; }
+	@missing=""; \
+	command -v xmlsec1 >/dev/null || missing="$$missing xmlsec1"; \
+	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
+	[ -x $(CHROMEDRIVER) ] || missing="$$missing chromium-driver"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; \
+	  elif command -v sudo >/dev/null && command -v apt-get >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "install the Debian packages$$missing (apt-get install$$missing) to run the SAML interoperability and browser tests" >&2; exit 1; fi; \
+	  [ -x $(CHROMIUM) ] && [ -x $(CHROMEDRIVER) ] && command -v xmlsec1 >/dev/null || { \
+	    echo "installing$$missing failed: install the Debian packages$$missing (apt-get install$$missing) to run the SAML interoperability and browser tests" >&2; exit 1; }; \
+	fi
 
 unit: $(VENV)/.installed system-deps
 	$(BIN)/pytest

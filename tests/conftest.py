@@ -206,6 +206,13 @@ def make_initial_access_token(
     return clients.issue_initial_access_token(store, int(time.time()), push_types, lifetime)
 
 
+def make_person(store: Store, username: str, password_hash: str | None) -> User:
+    """A local user with this password hash (an argon2id one, or an old scrypt one)."""
+    made = accounts.create_user(store, int(time.time()), username, password_hash, {})
+    assert made is not None
+    return made
+
+
 def revoke_token(store: Store, token: str) -> bool:
     """Revokes a PAT or an AAT, as `token revoke` does; whether it was live."""
     return accounts.revoke_access_token(store, token)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from flask.testing import FlaskClient
 
-from umaserver import create_app
+from umaserver import create_app, secrets_at_rest
 from umaserver.config import Config
 from umaserver.services import accounts
 from umaserver.storage.migrations import current_version
@@ -80,6 +80,50 @@ def test_user_create_takes_json_values_and_password_from_stdin(cli: CLI, store: 
     assert found is not None and found.sub == made["sub"]
     assert found.claims == {"roles": ["doctor"], "verified": True, "name": "Alice A"}
     assert found.password_hash is not None and "correct horse" not in found.password_hash
+    assert found.password_hash.startswith("$argon2id$")
+    assert secrets_at_rest.check_password("correct horse", found.password_hash)
+
+
+def test_user_list_set_password_and_delete(cli: CLI, store: Store) -> None:
+    alice = cli.json("user", "create", "alice")["sub"]
+    bob = cli.json("user", "create", "bob", "--password-stdin", input="old one\n")["sub"]
+    assert cli.json("user", "list") == {
+        "users": [{"username": "alice", "sub": alice}, {"username": "bob", "sub": bob}]
+    }
+    assert cli.json("user", "set-password", "bob", "--password-stdin", input="new one\n") == {
+        "username": "bob",
+        "password_set": True,
+        "sessions_ended": 0,
+    }
+    found = stored_user(store, "bob")
+    assert found is not None and found.password_hash is not None
+    assert found.password_hash.startswith("$argon2id$")
+    assert secrets_at_rest.check_password("new one", found.password_hash)
+    assert not secrets_at_rest.check_password("old one", found.password_hash)
+    assert cli.json("user", "delete", "bob") == {"deleted": "bob"}
+    assert stored_user(store, "bob") is None
+    assert cli.json("user", "list") == {"users": [{"username": "alice", "sub": alice}]}
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "message"),
+    [
+        (
+            ("user", "set-password", "nobody", "--password-stdin"),
+            "pw\n",
+            "There is no user 'nobody'.",
+        ),
+        (("user", "set-password", "alice", "--password-stdin"), "\n", "No password was read"),
+        (("user", "delete", "nobody"), None, "There is no user 'nobody'."),
+    ],
+)
+def test_user_commands_refuse(
+    cli: CLI, args: tuple[str, ...], stdin: str | None, message: str
+) -> None:
+    cli.json("user", "create", "alice")
+    result = cli(*args, input=stdin)
+    assert result.exit_code == 1
+    assert message in result.stderr
 
 
 def test_token_issue_and_revoke(cli: CLI, http: FlaskClient) -> None:

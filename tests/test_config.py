@@ -55,6 +55,13 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert config.server.body_timeout == 30
     assert config.server.channel_timeout == 60
     assert config.url("/rs") == "https://uma.example/rs"
+    assert config.server.trusted_proxies == ()
+    assert (config.sessions.idle_timeout, config.sessions.absolute_timeout) == (1800, 43200)
+    assert (config.signin.max_failures, config.signin.window, config.signin.lockout) == (
+        5,
+        900,
+        900,
+    )
     assert SECRET not in repr(config)
 
 
@@ -152,6 +159,35 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
         ),
         (GOOD + "[registration]\nopened = true\n", ["registration.opened: unknown key"]),
         (GOOD + "registration = true\n", ["registration: must be a table, not a boolean"]),
+        (
+            GOOD + '[sessions]\nidle_timeout = 0\nabsolute_timeout = "12h"\nidle = 5\n',
+            [
+                "sessions.idle_timeout: must be greater than 0",
+                "sessions.absolute_timeout: must be an integer, not a string",
+                "sessions.idle: unknown key",
+            ],
+        ),
+        (
+            GOOD + "[signin]\nmax_failures = 0\nwindow = -1\nlockout = true\ntries = 3\n",
+            [
+                "signin.max_failures: must be greater than 0",
+                "signin.window: must be greater than 0",
+                "signin.lockout: must be an integer, not a boolean",
+                "signin.tries: unknown key",
+            ],
+        ),
+        (GOOD + "signin = 5\n", ["signin: must be a table, not an integer"]),
+        (
+            GOOD + '[server]\ntrusted_proxies = ["10.0.0.1", "proxy.example", "10.0.0.0/33"]\n',
+            [
+                "server.trusted_proxies: 'proxy.example' is not an IP address or network",
+                "server.trusted_proxies: '10.0.0.0/33' is not an IP address or network",
+            ],
+        ),
+        (
+            GOOD + '[server]\ntrusted_proxies = "10.0.0.1"\n',
+            ["server.trusted_proxies: must be an array of non-empty strings"],
+        ),
         (
             "database = 3\n",
             [
@@ -353,3 +389,18 @@ def test_an_oidc_issuer_may_name_audiences_per_client_only(tmp_path: Path) -> No
     (issuer,) = load_config(write(tmp_path, text)).oidc_issuers
     assert issuer.audiences == ()
     assert dict(issuer.client_audiences) == {"cl-1": "app-1", "cl-2": "app-2"}
+
+
+def test_sign_in_settings_are_read(tmp_path: Path) -> None:
+    config = load_config(
+        write(
+            tmp_path,
+            GOOD
+            + '[server]\ntrusted_proxies = ["127.0.0.1", "10.0.0.0/8", "::1"]\n'
+            + "[sessions]\nidle_timeout = 60\nabsolute_timeout = 600\n"
+            + "[signin]\nmax_failures = 3\nwindow = 30\nlockout = 120\n",
+        )
+    )
+    assert config.server.trusted_proxies == ("127.0.0.1", "10.0.0.0/8", "::1")
+    assert (config.sessions.idle_timeout, config.sessions.absolute_timeout) == (60, 600)
+    assert (config.signin.max_failures, config.signin.window, config.signin.lockout) == (3, 30, 120)

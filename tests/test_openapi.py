@@ -14,6 +14,8 @@ from flask import Flask
 from flask.testing import FlaskClient
 from schemathesis.specs.openapi.definitions import OPENAPI_31
 
+from umaserver.pages.rendering import PAGE_BLUEPRINTS
+
 from .conftest import ROOT, Party
 
 # Routes that are not part of the JSON API the document describes.
@@ -73,10 +75,12 @@ def test_version_is_the_package_version(document: Any) -> None:
 
 
 def _served(app: Flask) -> set[tuple[str, str]]:
+    """The JSON API's routes (pages for people are HTML, not in the document)."""
+    pages = app.extensions.get(PAGE_BLUEPRINTS, set())
     return {
         (_template(rule.rule), method.lower())
         for rule in app.url_map.iter_rules()
-        if rule.rule not in UNDOCUMENTED
+        if rule.rule not in UNDOCUMENTED and rule.endpoint.rpartition(".")[0] not in pages
         for method in (rule.methods or set()) - AUTOMATIC
     }
 

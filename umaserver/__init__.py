@@ -11,7 +11,7 @@ import weakref
 
 from flask import Flask, Response
 
-from . import error_responses, secrets_at_rest
+from . import error_responses, pages, secrets_at_rest
 from .api import (
     authorization,
     discovery,
@@ -31,7 +31,7 @@ from .config import Config, load_config
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
 from .services.database import Opener
-from .services.maintenance import PruneJob
+from .services.maintenance import EXPIRED_MEMORY, PruneJob
 from .storage import per_request
 
 __all__ = ["create_app"]
@@ -80,7 +80,12 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     policies.start()
     weakref.finalize(app, policies.stop)
     # Expired tokens, tickets and claims are forgotten on a thread of their own, never in a request.
-    pruning = PruneJob(opener, clock, config.maintenance.prune_interval)
+    pruning = PruneJob(
+        opener,
+        clock,
+        config.maintenance.prune_interval,
+        failure_memory=max(EXPIRED_MEMORY, config.signin.window + config.signin.lockout),
+    )
     pruning.start()
     weakref.finalize(app, pruning.stop)
 
@@ -102,6 +107,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         registration.bp,
     ):
         app.register_blueprint(blueprint)
+    # The pages for people (home, sign-in): HTML, their own headers and error pages.
+    pages.init_app(app)
     return app
 
 

@@ -6,6 +6,7 @@ never silently falls back to a default; there is no default secret.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -44,6 +45,8 @@ class ServerSettings:
     body_timeout: int = 30
     # Seconds an idle connection (between requests) is kept open.
     channel_timeout: int = 60
+    # Addresses (or networks) of reverse proxies whose X-Forwarded-For is believed.
+    trusted_proxies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,22 @@ class ClaimSettings:
 
 
 @dataclass(frozen=True)
+class SessionSettings:
+    # Seconds a session lives without a request, and at most from its sign-in.
+    idle_timeout: int = 1800
+    absolute_timeout: int = 43200
+
+
+@dataclass(frozen=True)
+class SigninSettings:
+    # `max_failures` failed sign-ins within `window` seconds lock the account (and, apart, the
+    # account from one address) for `lockout` seconds.
+    max_failures: int = 5
+    window: int = 900
+    lockout: int = 900
+
+
+@dataclass(frozen=True)
 class MaintenanceSettings:
     prune_interval: int = 300
 
@@ -101,6 +120,8 @@ class Config:
     claims: ClaimSettings = ClaimSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
     registration: RegistrationSettings = RegistrationSettings()
+    sessions: SessionSettings = SessionSettings()
+    signin: SigninSettings = SigninSettings()
     saml_idps: tuple[SamlIdp, ...] = ()
     oidc_issuers: tuple[OidcIssuer, ...] = ()
     source: Path | None = None
@@ -139,6 +160,18 @@ def _not_negative(value: int) -> str | None:
 
 
 PEM_BEGIN = "-----BEGIN CERTIFICATE-----"
+
+
+def _proxies(reader: TableReader) -> tuple[str, ...]:
+    proxies = reader.strings("trusted_proxies")
+    for value in proxies:
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            reader.errors.append(
+                f"{reader.where}.trusted_proxies: {value!r} is not an IP address or network"
+            )
+    return proxies
 
 
 def _certificate(text: str, base: Path, name: str, errors: list[str]) -> str:
@@ -230,6 +263,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
                 "channel_timeout",
             )
         },
+        trusted_proxies=_proxies(section),
     )
     section.finish()
 
@@ -293,6 +327,24 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         open=section.take("open", bool, RegistrationSettings.open),
     )
     section.finish()
+
+    section = top.section("sessions")
+    sessions = SessionSettings(
+        **{
+            name: section.take(name, int, getattr(SessionSettings, name), positive)
+            for name in ("idle_timeout", "absolute_timeout")
+        }
+    )
+    section.finish()
+
+    section = top.section("signin")
+    signin = SigninSettings(
+        **{
+            name: section.take(name, int, getattr(SigninSettings, name), positive)
+            for name in ("max_failures", "window", "lockout")
+        }
+    )
+    section.finish()
     saml_idps = [_saml_idp(reader, base) for reader in top.tables("saml_idps")]
     oidc_issuers = [_oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
     _no_repeats("saml_idps", [idp.entity_id for idp in saml_idps if idp], "entity_id", errors)
@@ -312,6 +364,8 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         claims=claims,
         maintenance=maintenance,
         registration=registration,
+        sessions=sessions,
+        signin=signin,
         saml_idps=tuple(idp for idp in saml_idps if idp is not None),
         oidc_issuers=tuple(issuer for issuer in oidc_issuers if issuer is not None),
         source=source,

@@ -1,15 +1,17 @@
 """Errors have one writer: `error_response` renders `{"error": code, "error_description": text}`
 as JSON with `Cache-Control: no-store` and `X-Content-Type-Options: nosniff`. Flask's own HTTP errors (404, 405, 413, ...) and unexpected
-exceptions go through it too: never a traceback or an HTML page."""
+exceptions go through it too: never a traceback. JSON is the default; only a request for a page
+(a route of a page blueprint, `umaserver.pages`) gets its errors as an HTML page, from the renderer
+`render_pages_with` installs."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from flask import Flask, Response
+from flask import Flask, Response, current_app, has_request_context
 from werkzeug.exceptions import HTTPException
 
 from .errors import APIError, ServerError, StorageUnavailableError
@@ -45,6 +47,32 @@ _HTTP_CODES = {405: "unsupported_method_type", 404: "not_found", 500: "server_er
 _KEPT_HEADERS = ("Allow", "Retry-After")
 
 
+# Given a status and a description, an HTML page when the request is for a page, else None.
+PageRenderer = Callable[[int, str | None], Response | None]
+_PAGES = "umaserver.error_pages"
+
+
+def render_pages_with(app: Flask, renderer: PageRenderer) -> None:
+    app.extensions[_PAGES] = renderer
+
+
+def _page(status: int, description: str | None, headers: Mapping[str, str]) -> Response | None:
+    renderer: PageRenderer | None = (
+        current_app.extensions.get(_PAGES) if has_request_context() else None
+    )
+    if renderer is None:
+        return None
+    try:
+        page = renderer(status, description)
+    except Exception:  # the page itself failed (storage, template): the JSON answer still goes
+        log.exception("the error page could not be rendered")
+        return None
+    if page is not None:
+        for name, value in headers.items():
+            page.headers[name] = value
+    return page
+
+
 def _render_http(exc: HTTPException) -> Response:
     status = exc.code or 500
     headers = {}
@@ -52,6 +80,9 @@ def _render_http(exc: HTTPException) -> Response:
         for name, value in exc.get_headers():
             if name in _KEPT_HEADERS:
                 headers[name] = value
+    page = _page(status, exc.description if status == 400 else None, headers)
+    if page is not None:
+        return page
     description = exc.description or exc.name
     if status == 413:
         description = "The request body is larger than this server accepts."
@@ -60,14 +91,15 @@ def _render_http(exc: HTTPException) -> Response:
 
 def _render_unexpected(exc: Exception) -> Response:
     log.exception("unexpected error")
-    return render(ServerError())
+    return _page(500, None, {}) or render(ServerError())
 
 
 def _render_storage_unavailable(exc: StorageUnavailable) -> Response:
     # One line, no traceback: the cause is the storage (read-only, full, failing), not the code,
     # and a traceback per request would bury the one thing the operator must read.
     log.error("the database cannot be used right now: %s", exc)
-    return render(StorageUnavailableError())
+    error = StorageUnavailableError()
+    return _page(error.status, None, error.headers or {}) or render(error)
 
 
 def register_error_handlers(app: Flask) -> None:

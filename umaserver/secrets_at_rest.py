@@ -1,5 +1,6 @@
 """Secrets at rest are digests: random tokens with a recognisable prefix, stored as SHA-256, and
-passwords hashed with scrypt. Comparisons are constant-time."""
+passwords hashed with argon2id (argon2-cffi; the scrypt hashes of earlier versions still verify, and
+`password_needs_rehash` says to replace them). Comparisons are constant-time."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import base64
 import hashlib
 import hmac
 import secrets
+import threading
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 
 # Recognisable prefixes make a leaked token easy to spot in a log or a paste.
 ACCESS_TOKEN_PREFIX = "uma_at_"  # noqa: S105 - a prefix, not a secret
@@ -55,18 +60,79 @@ def matches_digest(unverified: str, stored_digest: str) -> bool:
     return hmac.compare_digest(digest(unverified), stored_digest)
 
 
+# argon2-cffi's defaults: RFC 9106's second recommended option (64 MiB, 3 passes, 4 lanes).
+_ARGON2 = PasswordHasher()
+_ARGON2_PREFIX = "$argon2id$"
+
+
 def hash_password(password: str) -> str:
-    salt = secrets.token_bytes(16)
-    derived = hashlib.scrypt(password.encode("utf-8"), salt=salt, **_SCRYPT)
-    return f"scrypt${salt.hex()}${derived.hex()}"
+    """A new argon2id hash of `password`."""
+    return _ARGON2.hash(password)
 
 
 def check_password(unverified: str, stored: str) -> bool:
+    """Whether `unverified` is the password of `stored` (argon2id, or the older scrypt)."""
+    if stored.startswith(_ARGON2_PREFIX):
+        try:
+            return _ARGON2.verify(stored, unverified)
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            return False
+    return _check_scrypt(unverified, stored)
+
+
+def password_needs_rehash(stored: str) -> bool:
+    """True for a hash that is not argon2id with today's parameters (scrypt ones among them)."""
+    if not stored.startswith(_ARGON2_PREFIX):
+        return True
+    try:
+        return _ARGON2.check_needs_rehash(stored)
+    except InvalidHashError:
+        return True
+
+
+class _Dummy:
+    """The hash an unknown account's password is checked against, made once, and a count of the
+    checks against it (tests read it to see that an unknown account costs what a wrong password
+    does)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hash: str | None = None
+        self.checks = 0
+
+    def check(self, unverified: str) -> bool:
+        with self._lock:
+            if self._hash is None:
+                self._hash = _ARGON2.hash(secrets.token_urlsafe(16))
+            self.checks += 1
+            stored = self._hash
+        check_password(unverified, stored)
+        return False
+
+
+DUMMY = _Dummy()
+
+
+def check_no_password(unverified: str) -> bool:
+    """Spends the time of checking a password, for an account that does not exist or has none:
+    always False."""
+    return DUMMY.check(unverified)
+
+
+def _check_scrypt(unverified: str, stored: str) -> bool:
     try:
         scheme, salt, expected = stored.split("$")
+        salt_bytes = bytes.fromhex(salt)
     except ValueError:
         return False
     if scheme != "scrypt":
         return False
-    derived = hashlib.scrypt(unverified.encode("utf-8"), salt=bytes.fromhex(salt), **_SCRYPT)
+    derived = hashlib.scrypt(unverified.encode("utf-8"), salt=salt_bytes, **_SCRYPT)
     return hmac.compare_digest(derived.hex(), expected)
+
+
+def hash_password_scrypt(password: str) -> str:
+    """A scrypt hash as versions before argon2id made them (for tests of the upgrade)."""
+    salt = secrets.token_bytes(16)
+    derived = hashlib.scrypt(password.encode("utf-8"), salt=salt, **_SCRYPT)
+    return f"scrypt${salt.hex()}${derived.hex()}"

@@ -20,6 +20,7 @@ from umaserver.storage.records import (
     Consent,
     InitialAccessToken,
     Permission,
+    Session,
     Ticket,
     TicketState,
     User,
@@ -939,3 +940,106 @@ def test_consents_are_kept_per_user_client_and_scope(store: Storage) -> None:
     assert store.has_consent(alice.sub, first.client_id, "uma_protection") is False
     assert store.has_consent(bob.sub, first.client_id, "uma_protection") is True
     assert store.consents_of("no-such-sub") == []
+
+
+# -- users, managed -------------------------------------------------------------------------------
+
+
+def test_a_user_by_sub_and_every_user_by_username(store: Storage) -> None:
+    bob, alice = make_user(store, "bob", email="b@x"), make_user(store, "alice")
+    assert store.get_user(bob.sub) == bob
+    assert store.get_user("no-such-sub") is None
+    assert store.list_users() == [alice, bob]
+
+
+def test_setting_a_password_hash(store: Storage) -> None:
+    user = make_user(store)
+    assert store.set_password_hash(user.sub, "$argon2id$new") is True
+    assert store.get_user(user.sub) == replace(user, password_hash="$argon2id$new")
+    assert store.set_password_hash(user.sub, None) is True
+    assert store.get_user(user.sub) == replace(user, password_hash=None)
+    assert store.set_password_hash("no-such-sub", "x") is False
+
+
+def test_deleting_a_user_takes_their_sessions_and_tokens(store: Storage) -> None:
+    user, other = make_user(store), make_user(store)
+    token, others_token = make_token(store, user=user), make_token(store, user=other)
+    store.add_session(session(user, "s1"))
+    store.add_session(session(other, "s2"))
+    assert store.delete_user(user.sub) is True
+    assert store.delete_user(user.sub) is False
+    assert store.get_user(user.sub) is None
+    assert store.get_user_by_username(user.username) is None
+    assert store.get_access_token(token.digest) is None
+    assert store.get_session("s1") is None
+    assert store.get_access_token(others_token.digest) is not None
+    assert store.get_session("s2") == session(other, "s2")
+
+
+# -- sessions -------------------------------------------------------------------------------------
+
+
+def session(user: User, digest: str, created_at: int = T, expires_at: int = T + HOUR) -> Session:
+    return Session(digest, user.sub, f"csrf-{digest}", created_at, created_at, expires_at)
+
+
+def test_session_round_trip_touch_and_delete(store: Storage) -> None:
+    user = make_user(store)
+    stored = session(user, "d1")
+    store.add_session(stored)
+    assert store.get_session("d1") == stored
+    assert store.get_session("nope") is None
+    assert store.touch_session("d1", T + 60, T + 120) is True
+    assert store.get_session("d1") == replace(stored, last_seen_at=T + 60, expires_at=T + 120)
+    assert store.touch_session("nope", T, T) is False
+    assert store.delete_session("d1") is True
+    assert store.delete_session("d1") is False
+    assert store.get_session("d1") is None
+
+
+def test_ending_every_session_of_a_user(store: Storage) -> None:
+    user, other = make_user(store), make_user(store)
+    for digest in ("a", "b"):
+        store.add_session(session(user, digest))
+    store.add_session(session(other, "c"))
+    assert store.delete_sessions_of(user.sub) == 2
+    assert store.delete_sessions_of(user.sub) == 0
+    assert store.get_session("a") is None and store.get_session("b") is None
+    assert store.get_session("c") == session(other, "c")
+
+
+def test_expired_sessions_are_forgotten_in_batches(store: Storage) -> None:
+    user = make_user(store)
+    for i in range(3):
+        store.add_session(session(user, f"old{i}", expires_at=T - 1 - i))
+    store.add_session(session(user, "now", expires_at=T))
+    assert store.delete_sessions_expired_before(T, 2) == 2
+    assert store.delete_sessions_expired_before(T, 2) == 1
+    assert store.delete_sessions_expired_before(T, 2) == 0
+    assert store.get_session("now") is not None
+
+
+# -- failed sign-ins ------------------------------------------------------------------------------
+
+
+def test_signin_failures_are_counted_per_key_since_a_moment(store: Storage) -> None:
+    for moment in (T - 10, T - 5, T):
+        store.record_signin_failure("account:a", moment)
+    store.record_signin_failure("account:a", T - 5)
+    store.record_signin_failure("account:b", T)
+    assert store.signin_failures_since("account:a", T - 5) == [T - 5, T - 5, T]
+    assert store.signin_failures_since("account:a", 0) == [T - 10, T - 5, T - 5, T]
+    assert store.signin_failures_since("account:c", 0) == []
+    assert store.clear_signin_failures("account:a") == 4
+    assert store.signin_failures_since("account:a", 0) == []
+    assert store.signin_failures_since("account:b", 0) == [T]
+
+
+def test_old_signin_failures_are_forgotten_in_batches(store: Storage) -> None:
+    for i in range(3):
+        store.record_signin_failure(f"k{i}", T - 10 - i)
+    store.record_signin_failure("k0", T)
+    assert store.delete_signin_failures_before(T, 2) == 2
+    assert store.delete_signin_failures_before(T, 2) == 1
+    assert store.delete_signin_failures_before(T, 2) == 0
+    assert store.signin_failures_since("k0", 0) == [T]

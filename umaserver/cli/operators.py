@@ -242,16 +242,57 @@ def user_create(
         if name in attributes:
             fail(f"The claim {name!r} is given twice.")
         attributes[name] = value
-    password_hash = None
-    if password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-        if not password:
-            fail("No password was read from standard input.")
-        password_hash = secrets_at_rest.hash_password(password)
+    password_hash = _password_hash() if password_stdin else None
     created = accounts.create_user(_store(ctx), CLOCK.now(), username, password_hash, attributes)
     if created is None:
         fail(f"The username {username!r} is taken.")
     emit({"sub": created.sub})
+
+
+def _password_hash() -> str:
+    """The argon2id hash of the password on the first line of standard input."""
+    password = sys.stdin.readline().rstrip("\r\n")
+    if not password:
+        fail("No password was read from standard input.")
+    return secrets_at_rest.hash_password(password)
+
+
+@user.command("list")
+@click.pass_context
+def user_list(ctx: click.Context) -> None:
+    """List the users: usernames and subs."""
+    emit({"users": [{"username": u.username, "sub": u.sub} for u in _store(ctx).list_users()]})
+
+
+@user.command("set-password")
+@click.argument("username")
+@click.option(
+    "--password-stdin", is_flag=True, required=True, help="Read the password from standard input."
+)
+@click.pass_context
+def user_set_password(ctx: click.Context, username: str, password_stdin: bool) -> None:
+    """Give a user a new password (argon2id); their sessions end."""
+    store = _store(ctx)
+    found = store.get_user_by_username(username)
+    if found is None:
+        fail(f"There is no user {username!r}.")
+    password_hash = _password_hash()
+    with store.transaction():
+        store.set_password_hash(found.sub, password_hash)
+        ended = store.delete_sessions_of(found.sub)
+    emit({"username": username, "password_set": True, "sessions_ended": ended})
+
+
+@user.command("delete")
+@click.argument("username")
+@click.pass_context
+def user_delete(ctx: click.Context, username: str) -> None:
+    """Delete a user with their sessions, tokens and consents."""
+    store = _store(ctx)
+    found = store.get_user_by_username(username)
+    if found is None or not store.delete_user(found.sub):
+        fail(f"There is no user {username!r}.")
+    emit({"deleted": username})
 
 
 # -- tokens ------------------------------------------------------------------------------------

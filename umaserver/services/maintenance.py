@@ -5,7 +5,8 @@ for them (an expired ticket is remembered that long so that it can be told apart
 one), assertion uses, RPTs with their permissions, initial access tokens, PATs and AATs (after
 their RPTs: an RPT may outlive its AAT, and a token with an RPT still stored under it stays),
 authorization codes and refresh tokens (used ones too: until then a reused one is still recognised
-and revokes its family). Each batch of at most `BATCH`
+and revokes its family); also sessions as soon as they have expired, and failed sign-ins older than
+a day (or than `failure_memory`, when the sign-in limits look further back). Each batch of at most `BATCH`
 rows is its own short transaction, so no write holds the lock for long, and several processes may
 prune one database at once: each deletes what the others have not.
 
@@ -39,6 +40,8 @@ class Pruned:
     authorization_codes: int = 0
     refresh_tokens: int = 0
     initial_access_tokens: int = 0
+    sessions: int = 0
+    signin_failures: int = 0
 
     @property
     def total(self) -> int:
@@ -50,6 +53,8 @@ class Pruned:
             + self.authorization_codes
             + self.refresh_tokens
             + self.initial_access_tokens
+            + self.sessions
+            + self.signin_failures
         )
 
 
@@ -62,8 +67,11 @@ def _in_batches(delete: Callable[[int, int], int], moment: int, batch: int) -> i
             return deleted
 
 
-def prune(storage: Storage, now: int, batch: int = BATCH) -> Pruned:
-    """Deletes, batch by batch, what expired before `now - EXPIRED_MEMORY`; what it deleted."""
+def prune(
+    storage: Storage, now: int, batch: int = BATCH, failure_memory: int = EXPIRED_MEMORY
+) -> Pruned:
+    """Deletes, batch by batch, what expired before `now - EXPIRED_MEMORY` (sessions: before
+    `now`; failed sign-ins: from before `now - failure_memory`); what it deleted."""
     moment = now - EXPIRED_MEMORY
     return Pruned(
         tickets=_in_batches(storage.delete_tickets_expired_before, moment, batch),
@@ -77,14 +85,25 @@ def prune(storage: Storage, now: int, batch: int = BATCH) -> Pruned:
         initial_access_tokens=_in_batches(
             storage.delete_initial_access_tokens_expired_before, moment, batch
         ),
+        sessions=_in_batches(storage.delete_sessions_expired_before, now, batch),
+        signin_failures=_in_batches(
+            storage.delete_signin_failures_before, now - failure_memory, batch
+        ),
     )
 
 
 class PruneJob:
     """`prune` every `interval` seconds on a daemon thread, each run on a handle of its own."""
 
-    def __init__(self, open_storage: Callable[[], Storage], clock: Clock, interval: float) -> None:
+    def __init__(
+        self,
+        open_storage: Callable[[], Storage],
+        clock: Clock,
+        interval: float,
+        failure_memory: int = EXPIRED_MEMORY,
+    ) -> None:
         self._open_storage = open_storage
+        self._failure_memory = failure_memory
         self._clock = clock
         self._interval = interval
         self._stopping = threading.Event()
@@ -94,13 +113,14 @@ class PruneJob:
         """One pruning, now (the thread's one step)."""
         storage = self._open_storage()
         try:
-            pruned = prune(storage, self._clock.now())
+            pruned = prune(storage, self._clock.now(), failure_memory=self._failure_memory)
         finally:
             storage.close()
         if pruned.total:
             log.info(
                 "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d"
-                " authorization_codes=%d refresh_tokens=%d initial_access_tokens=%d",
+                " authorization_codes=%d refresh_tokens=%d initial_access_tokens=%d"
+                " sessions=%d signin_failures=%d",
                 pruned.tickets,
                 pruned.assertion_uses,
                 pruned.rpts,
@@ -108,6 +128,8 @@ class PruneJob:
                 pruned.authorization_codes,
                 pruned.refresh_tokens,
                 pruned.initial_access_tokens,
+                pruned.sessions,
+                pruned.signin_failures,
             )
         return pruned
 

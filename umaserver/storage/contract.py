@@ -37,6 +37,7 @@ from .records import (
     RefreshToken,
     ResourceSet,
     Rpt,
+    Session,
     Ticket,
     User,
 )
@@ -95,6 +96,66 @@ class Users(Protocol):
 
     def usernames_containing(self, text: str) -> list[str]:
         """The usernames that contain `text` (case-sensitive), sorted."""
+        ...
+
+    def get_user(self, sub: str) -> User | None: ...
+
+    def list_users(self) -> list[User]:
+        """Every user, by username."""
+        ...
+
+    def set_password_hash(self, sub: str, password_hash: str | None) -> bool:
+        """False when there is no such user."""
+        ...
+
+    def delete_user(self, sub: str) -> bool:
+        """Deletes the user with its sessions, PATs and AATs (and their RPTs), codes, refresh
+        tokens and consents; False when there is no such user."""
+        ...
+
+
+class Sessions(Protocol):
+    """People's sessions on the pages, by the digest of the id in their cookie."""
+
+    def add_session(self, session: Session) -> None: ...
+
+    def get_session(self, digest: str) -> Session | None:
+        """The session, expired or not (the caller decides with its clock)."""
+        ...
+
+    def touch_session(self, digest: str, last_seen_at: int, expires_at: int) -> bool:
+        """Records a request made in the session; False when there is no such session."""
+        ...
+
+    def delete_session(self, digest: str) -> bool:
+        """False when there is no such session."""
+        ...
+
+    def delete_sessions_of(self, user_sub: str) -> int:
+        """Ends every session of the user (a new password, say); how many."""
+        ...
+
+    def delete_sessions_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` sessions that expired before `moment`."""
+        ...
+
+
+class SigninFailures(Protocol):
+    """Failed sign-ins, each a moment under a key the caller chooses (an account, an account
+    from one address)."""
+
+    def record_signin_failure(self, key: str, failed_at: int) -> None: ...
+
+    def signin_failures_since(self, key: str, moment: int) -> list[int]:
+        """The moments of the key's failures at or after `moment`, oldest first."""
+        ...
+
+    def clear_signin_failures(self, key: str) -> int:
+        """Forgets every failure of the key; how many."""
+        ...
+
+    def delete_signin_failures_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` failures (of any key) from before `moment`."""
         ...
 
 
@@ -327,6 +388,8 @@ class Storage(
     RefreshTokens,
     TokenFamilies,
     Consents,
+    Sessions,
+    SigninFailures,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

@@ -77,6 +77,19 @@ class User:
 
 
 @dataclass(frozen=True)
+class Session:
+    """A person's signed-in session on the pages, by the digest of its cookie's id. It ends at
+    `expires_at`: the sooner of the idle and the absolute timeout, as of its last request."""
+
+    digest: str
+    user_sub: str
+    csrf_secret: str
+    created_at: int
+    last_seen_at: int
+    expires_at: int
+
+
+@dataclass(frozen=True)
 class AccessToken:
     """A PAT or an AAT as stored (the token itself is never stored). `username` is read with it."""
 

@@ -15,12 +15,13 @@ from .base import connect
 from .evidence import Evidence
 from .oauth import OAuth
 from .resources import Resources
+from .sessions import Sessions
 from .tokens import Tokens
 
 __all__ = ["SQLiteStorage", "connect"]
 
 
-class SQLiteStorage(Accounts, Resources, Evidence, Tokens, OAuth):
+class SQLiteStorage(Accounts, Resources, Evidence, Tokens, OAuth, Sessions):
     """The contract's operations over one SQLite connection (see `contract.Storage`)."""
 
     @classmethod

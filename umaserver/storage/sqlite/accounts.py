@@ -129,7 +129,7 @@ class Accounts(Base):
         row = self._one("SELECT * FROM users WHERE username = ?", (username,))
         if row is None:
             return None
-        return User(row["sub"], row["username"], row["password_hash"], json.loads(row["claims"]))
+        return _user(row)
 
     def get_username(self, sub: str) -> str | None:
         row = self._one("SELECT username FROM users WHERE sub = ?", (sub,))
@@ -140,6 +140,24 @@ class Accounts(Base):
             "SELECT username FROM users WHERE instr(username, ?) > 0 ORDER BY username", (text,)
         ).fetchall()
         return [str(row["username"]) for row in rows]
+
+    def get_user(self, sub: str) -> User | None:
+        row = self._one("SELECT * FROM users WHERE sub = ?", (sub,))
+        return None if row is None else _user(row)
+
+    def list_users(self) -> list[User]:
+        rows = self.conn.execute("SELECT * FROM users ORDER BY username").fetchall()
+        return [_user(row) for row in rows]
+
+    def set_password_hash(self, sub: str, password_hash: str | None) -> bool:
+        return (
+            self._write("UPDATE users SET password_hash = ? WHERE sub = ?", (password_hash, sub))
+            == 1
+        )
+
+    def delete_user(self, sub: str) -> bool:
+        # The foreign keys take its sessions, tokens (their RPTs with them), codes and consents.
+        return self._write("DELETE FROM users WHERE sub = ?", (sub,)) == 1
 
     # -- PATs and AATs -------------------------------------------------------------------------
 
@@ -207,3 +225,7 @@ def _client(row: sqlite3.Row) -> Client:
         registration_digest=row["registration_digest"],
         created_at=row["created_at"],
     )
+
+
+def _user(row: sqlite3.Row) -> User:
+    return User(row["sub"], row["username"], row["password_hash"], json.loads(row["claims"]))

@@ -1,0 +1,135 @@
+"""Signing a person in with a username and a password: the limits on failures, the check, and the
+upgrade of an old hash. Plain functions over the storage contract and a moment; the page
+(`umaserver.pages.signin`) turns HTTP into a call of `sign_in` and its `Outcome` back into HTML.
+
+Failures are counted under two keys: the account from anywhere, and the account from one address.
+`max_failures` of either within `window` seconds lock it for `lockout` seconds from the last of
+them; while locked the password is not even checked (nor is the attempt counted). An account that
+does not exist is counted, checked against a dummy hash and answered exactly like a wrong password,
+so that neither the answer nor its time tells whether a username exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .. import secrets_at_rest
+from ..config import SigninSettings
+from ..storage import Storage
+from ..storage.records import User
+
+log = logging.getLogger("umaserver.signin")
+
+# Longer usernames and passwords are refused without a check (they cost hashing time and log space).
+MAX_USERNAME_LENGTH = 256
+MAX_PASSWORD_LENGTH = 1024
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """`signed_in` (with the user), `failed` (a wrong password, an unknown or password-less
+    account: one answer for all), or `locked` (until `retry_at`)."""
+
+    kind: Literal["signed_in", "failed", "locked"]
+    user: User | None = None
+    retry_at: int = 0
+
+
+def failure_keys(username: str, address: str) -> tuple[str, str]:
+    """The keys of the account and of the account from `address`. The name is kept as a digest:
+    failed sign-ins are stored for names that are no account too (mistyped passwords among them)."""
+    account = hashlib.sha256(username.encode("utf-8")).hexdigest()
+    return f"account:{account}", f"address:{account}:{address}"
+
+
+def locked_until(failures: Sequence[int], settings: SigninSettings) -> int:
+    """When the lock these failures (oldest first) put on a key ends; 0 when they put none. A lock
+    starts at a failure that is the `max_failures`-th within `window` seconds."""
+    count = settings.max_failures
+    until = 0
+    for i in range(count - 1, len(failures)):
+        if failures[i] - failures[i - count + 1] <= settings.window:
+            until = max(until, failures[i] + settings.lockout)
+    return until
+
+
+def _lock(storage: Storage, keys: Iterable[str], now: int, settings: SigninSettings) -> int:
+    since = now - settings.window - settings.lockout
+    until = max(locked_until(storage.signin_failures_since(key, since), settings) for key in keys)
+    return until if until > now else 0
+
+
+def sign_in(
+    storage: Storage,
+    settings: SigninSettings,
+    now: int,
+    username: str,
+    unverified_password: str,
+    address: str,
+) -> Outcome:
+    """Checks the password of `username` signing in from `address`, within the limits. On success
+    the failures are forgotten and a scrypt (or outdated argon2) hash is replaced by argon2id.
+    Logs one line (the username and the address, never the password)."""
+    name = username[:MAX_USERNAME_LENGTH]
+    keys = failure_keys(name, address)
+    retry_at = _lock(storage, keys, now, settings)
+    if retry_at:
+        log.info("sign-in locked username=%r address=%s until=%d", name, address, retry_at)
+        return Outcome("locked", retry_at=retry_at)
+    user = storage.get_user_by_username(username) if len(username) <= MAX_USERNAME_LENGTH else None
+    if len(unverified_password) > MAX_PASSWORD_LENGTH:
+        unverified_password = ""  # still spend the time of a check: the answer is the same
+    if user is None or user.password_hash is None or not unverified_password:
+        good = secrets_at_rest.check_no_password(unverified_password)
+    else:
+        good = secrets_at_rest.check_password(unverified_password, user.password_hash)
+    if not good or user is None:
+        with storage.transaction():
+            for key in keys:
+                storage.record_signin_failure(key, now)
+        log.info("sign-in failed username=%r address=%s", name, address)
+        retry_at = _lock(storage, keys, now, settings)
+        return Outcome("locked", retry_at=retry_at) if retry_at else Outcome("failed")
+    with storage.transaction():
+        for key in keys:
+            storage.clear_signin_failures(key)
+        if user.password_hash and secrets_at_rest.password_needs_rehash(user.password_hash):
+            storage.set_password_hash(user.sub, secrets_at_rest.hash_password(unverified_password))
+    log.info("sign-in succeeded username=%r address=%s", name, address)
+    return Outcome("signed_in", user=user)
+
+
+def client_address(
+    remote_addr: str | None, forwarded_for: Sequence[str], trusted_proxies: Sequence[str]
+) -> str:
+    """The address a request comes from. `X-Forwarded-For` (every header of it, in order) is
+    believed only when the connection comes from a trusted proxy: then the address is the last
+    one of it that is not a trusted proxy (the proxy nearest to us appends the one it saw).
+    A malformed entry stops the walk: what is before it could be anyone's writing."""
+    remote = remote_addr or "unknown"
+    networks = [ipaddress.ip_network(p, strict=False) for p in trusted_proxies]
+
+    def trusted(text: str) -> bool | None:
+        try:
+            address = ipaddress.ip_address(text)
+        except ValueError:
+            return None
+        return any(address in network for network in networks)
+
+    if not networks or not trusted(remote):
+        return remote
+    hops = [hop.strip() for header in forwarded_for for hop in header.split(",")]
+    found = remote
+    for hop in reversed(hops):
+        verdict = trusted(hop)
+        if verdict is None:
+            return found
+        found = hop
+        if not verdict:
+            return hop
+    return found
