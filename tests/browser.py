@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.wait import WebDriverWait
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -65,3 +71,14 @@ class Screenshots:
         path = SCREENSHOTS / f"{self.prefix}-{page}.png"
         assert self.driver.save_screenshot(str(path)), path
         return path
+
+
+def click_and_wait(browser: WebDriver, element: WebElement) -> None:
+    """Clicks and waits for the next page (a click does not wait for it). While the page is
+    being replaced chromedriver may answer an "unhandled inspector error" for the old element:
+    that is a moment of the navigation, not its end, so it is waited through too."""
+    old_page = browser.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(browser, 20, ignored_exceptions=[WebDriverException]).until(
+        expected_conditions.staleness_of(old_page)
+    )

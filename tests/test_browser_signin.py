@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support import expected_conditions
-from selenium.webdriver.support.wait import WebDriverWait
 
-from .browser import Screenshots, chromium_driver
+from .browser import Screenshots, chromium_driver, click_and_wait
 from .conftest import LiveServer, start_server, stop_server
 
 pytestmark = pytest.mark.live
@@ -44,9 +42,7 @@ def shots(browser: WebDriver, request: pytest.FixtureRequest) -> Screenshots:
 
 def submit(browser: WebDriver, button: str) -> None:
     """Clicks and waits for the next page (a click does not wait for it)."""
-    old_page = browser.find_element(By.TAG_NAME, "html")
-    browser.find_element(By.CSS_SELECTOR, button).click()
-    WebDriverWait(browser, 20).until(expected_conditions.staleness_of(old_page))
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, button))
 
 
 def fill_in(browser: WebDriver, username: str, password: str) -> None:
@@ -67,9 +63,7 @@ def test_sign_in_lands_on_next_and_sign_out(
     browser.get(server.url + "/")
     shots.take("home")
     assert "A UMA authorization server" in browser.find_element(By.TAG_NAME, "h1").text
-    old_page = browser.find_element(By.TAG_NAME, "html")
-    browser.find_element(By.LINK_TEXT, "Sign in").click()
-    WebDriverWait(browser, 20).until(expected_conditions.staleness_of(old_page))
+    click_and_wait(browser, browser.find_element(By.LINK_TEXT, "Sign in"))
     assert browser.current_url == server.url + "/signin"
     browser.get(server.url + "/signin?next=/%3Fwelcome%3D1")
     shots.take("signin")
