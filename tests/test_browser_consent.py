@@ -20,7 +20,7 @@ from selenium.webdriver.support.wait import WebDriverWait
 
 from .browser import Screenshots, chromium_driver
 from .conftest import LiveServer, free_port, start_server, stop_server
-from .test_browser_signin import fill_in
+from .test_browser_signin import fill_in, submit
 
 pytestmark = pytest.mark.live
 
@@ -114,6 +114,14 @@ def test_an_owner_consents_and_the_resource_server_registers_a_resource_set(
         server.url + "/rs/resource_set", json={"name": "Holiday", "scopes": ["view"]}, timeout=10
     )
     assert created.status_code == 201, created.text
+    # Her account page lists the consent; withdrawing it ends the PAT.
+    browser.get(server.url + "/account")
+    shots.take("account")
+    assert "Photo Cloud" in browser.find_element(By.TAG_NAME, "main").text
+    submit(browser, "form[action='/account/withdraw'] button")
+    assert "not allowed any application" in browser.find_element(By.TAG_NAME, "main").text
+    listed = app.session.get(server.url + "/rs/resource_set", timeout=10)
+    assert listed.status_code == 401
 
 
 def test_a_requesting_party_consents_and_the_client_gets_an_rpt(
