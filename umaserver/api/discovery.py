@@ -35,8 +35,10 @@ def configuration() -> Response:
         "aat_grant_types_supported": list(GRANT_TYPES),
         "claim_profiles_supported": claim_profiles(),
         "token_endpoint": config.url("/token"),
-        # Not built yet, so not advertised: user_endpoint (/authorize, where owners and requesting
-        # parties sign in). The sign-in issue puts it back, with the endpoint.
+        # Where owners and requesting parties sign in and consent; also under the name later UMA
+        # versions use.
+        "user_endpoint": config.url("/authorize"),
+        "authorization_endpoint": config.url("/authorize"),
         "dynamic_client_endpoint": config.url("/register"),
         "resource_set_registration_endpoint": config.url("/rs"),
         "introspection_endpoint": config.url("/introspect"),

@@ -21,7 +21,7 @@ def metadata() -> Response:
     config = runtime().config
     document = {
         "issuer": config.issuer,
-        # Not built yet, so not advertised: authorization_endpoint (/authorize).
+        "authorization_endpoint": config.url("/authorize"),
         "token_endpoint": config.url("/token"),
         "registration_endpoint": config.url("/register"),
         "revocation_endpoint": config.url("/revoke"),

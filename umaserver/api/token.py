@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import re
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
+from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import (
+    AccessDeniedError,
     ClientMixin,
     InvalidGrantError,
     InvalidRequestError,
@@ -34,12 +37,14 @@ from ..errors import APIError, InvalidRequest, echo
 from ..runtime import runtime
 from ..services import grants as codes_and_refresh_tokens
 from ..services.accounts import new_access_token, store_access_token
+from ..services.clients import LOOPBACK_HOSTS
 from ..services.grants import GrantRefused, Issued
 from ..storage.per_request import storage
 from ..storage.records import AuthorizationCode, Client, RefreshToken
 from .bearer import SCOPE_ALIASES
 
 bp = Blueprint("oauth", __name__)
+log = logging.getLogger("umaserver.oauth")
 _SERVER = "umaserver.authorization_server"
 
 TOKEN_AUTH_METHODS = ("client_secret_basic", "client_secret_post")
@@ -79,8 +84,13 @@ class OAuthClient(ClientMixin):  # type: ignore[misc]
         return normalised
 
     def check_redirect_uri(self, redirect_uri: str) -> bool:
-        """Exact string comparison with a registered redirect URI (RFC 9700)."""
-        return redirect_uri in self.client.redirect_uris
+        """Exact string comparison with a registered redirect URI (RFC 9700); a public client's
+        loopback redirect URI may vary its port only (RFC 8252 7.3)."""
+        if redirect_uri in self.client.redirect_uris:
+            return True
+        if not is_public(self.client):
+            return False
+        return any(_same_but_port(redirect_uri, known) for known in self.client.redirect_uris)
 
     def check_client_secret(self, client_secret: str) -> bool:
         return self.client.check_secret(client_secret)
@@ -99,6 +109,25 @@ class OAuthClient(ClientMixin):  # type: ignore[misc]
 
 class ClientCredentialsGrant(grants.ClientCredentialsGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
+
+
+def _same_but_port(asked: str, registered: str) -> bool:
+    """Whether `asked` is the loopback URI `registered` (http on 127.0.0.1, [::1] or localhost)
+    with perhaps another port, and otherwise the very same."""
+    a, r = urlsplit(asked), urlsplit(registered)
+    try:
+        asked_port, registered_port = a.port, r.port
+    except ValueError:
+        return False
+    if r.scheme != "http" or r.hostname not in LOOPBACK_HOSTS or a.username is not None:
+        return False
+
+    def host(netloc: str, port: int | None) -> str:
+        return netloc.rsplit(":", 1)[0] if port is not None else netloc
+
+    return a._replace(netloc=host(a.netloc, asked_port)) == r._replace(
+        netloc=host(r.netloc, registered_port)
+    )
 
 
 # -- the authorization code and refresh token grants ----------------------------------------------
@@ -200,6 +229,40 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):  # type: ignore[mis
 
     TOKEN_ENDPOINT_AUTH_METHODS = [*TOKEN_AUTH_METHODS, "none"]
 
+    def create_authorization_response(
+        self, redirect_uri: str, grant_user: Any
+    ) -> tuple[int, str, list[tuple[str, str]]]:
+        """At /authorize, after consent: a code for `grant_user` (a User), by `issue_code`, bound
+        to the client, the redirect URI exactly as asked, the scope and the PKCE challenge."""
+        if not grant_user:
+            raise AccessDeniedError(
+                "The person refused this application access.", redirect_uri=redirect_uri
+            )
+        self.request.user = grant_user
+        data = self.request.payload.data
+        client: OAuthClient = self.request.client
+        code = codes_and_refresh_tokens.issue_code(
+            storage(),
+            _now(),
+            client.get_client_id(),
+            grant_user.sub,
+            redirect_uri,
+            self.request.scope,
+            data.get("code_challenge"),
+            data.get("code_challenge_method"),
+            runtime().config.lifetimes.authorization_code,
+        )
+        log.info(
+            "code issued client_id=%r username=%r scope=%r",
+            client.get_client_id(),
+            grant_user.username,
+            self.request.scope,
+        )
+        params = [("code", code)]
+        if self.request.payload.state is not None:
+            params.append(("state", self.request.payload.state))
+        return 302, "", [("Location", add_params_to_uri(redirect_uri, params))]
+
     def query_authorization_code(self, code: str, client: OAuthClient) -> _Code:
         try:
             record = codes_and_refresh_tokens.code_to_exchange(
@@ -299,9 +362,13 @@ class UMAAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         normalise_scope(scope)
 
     def handle_error_response(self, request: Any, error: OAuth2Error) -> Response:
-        """Authlib's errors in our one shape, each with an error_description."""
+        """Authlib's errors in our one shape, each with an error_description; an error of the
+        authorization endpoint whose redirect URI was checked goes back there (RFC 6749
+        4.1.2.1)."""
         code = error.error or "invalid_request"
         description = error.description or _DESCRIPTIONS.get(code, "The token request failed.")
+        if error.redirect_uri:
+            return authorization_error_redirect(error.redirect_uri, code, description, error.state)
         if code == "invalid_client":
             description = _DESCRIPTIONS["invalid_client"]  # Authlib's names its internals
         status = error.status_code or 400
@@ -309,6 +376,18 @@ class UMAAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         if status == 401:
             headers["WWW-Authenticate"] = f'Basic realm="{runtime().config.issuer}"'
         return error_response(status, code, description, headers)
+
+
+def authorization_error_redirect(
+    redirect_uri: str, error: str, description: str, state: str | None
+) -> Response:
+    """An error of /authorize sent back to the client's (checked) redirect URI."""
+    params = [("error", error), ("error_description", description)]
+    if state is not None:
+        params.append(("state", state))
+    response = Response(status=302)
+    response.headers["Location"] = add_params_to_uri(redirect_uri, params)
+    return response
 
 
 def _query_client(client_id: str) -> OAuthClient | None:
@@ -341,6 +420,12 @@ def init_app(app: Flask, access_token_lifetime: int) -> None:
     server.register_grant(ClientCredentialsGrant)
     register_grants(server)
     app.extensions[_SERVER] = server
+
+
+def authorization_server() -> UMAAuthorizationServer:
+    """The app's Authlib authorization server (for /authorize)."""
+    server: UMAAuthorizationServer = current_app.extensions[_SERVER]
+    return server
 
 
 class _TokenError(APIError):
