@@ -1,5 +1,5 @@
 """The authorization code and refresh token grants at /token, through HTTP. Codes are minted by
-`services.grants.issue_code`, standing in for /authorize (not built yet), and exchanged as a real
+`services.grants.issue_code`, standing in for /authorize, and exchanged as a real
 client would. Also the consent service and the pruning of codes and refresh tokens."""
 
 from __future__ import annotations
