@@ -4,6 +4,7 @@ client would. Also the consent service and the pruning of codes and refresh toke
 
 from __future__ import annotations
 
+import logging
 import secrets
 from typing import Any
 
@@ -494,3 +495,23 @@ def test_codes_and_refresh_tokens_are_pruned_a_day_after_expiry(
     assert pruned.authorization_codes == 2 and pruned.refresh_tokens == 0
     pruned = prune(store, now + REFRESH_LIFETIME + EXPIRED_MEMORY + 1)
     assert pruned.refresh_tokens == 1
+
+
+def test_each_token_issued_is_logged_once_without_the_token(
+    web: Web, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO, logger="umaserver.oauth"):
+        issued = web.tokens()
+        refreshed = web.refresh(issued["refresh_token"]).json
+        own = web.token({"grant_type": "client_credentials", "scope": "uma_protection"}).json
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("token issued")]
+    assert len(lines) == 3, lines
+    assert "refresh=yes" in lines[0] and "refresh=no" in lines[2]
+    for secret in (
+        issued["access_token"],
+        issued["refresh_token"],
+        refreshed["access_token"],
+        refreshed["refresh_token"],
+        own["access_token"],
+    ):
+        assert all(secret not in line for line in lines)

@@ -397,6 +397,11 @@ def _query_client(client_id: str) -> OAuthClient | None:
 
 def _save_token(token: dict[str, Any], request: Any) -> None:
     # client_credentials: the token acts for the client itself (no user).
+    log.info(
+        "token issued client_id=%r user_sub=None scope=%r refresh=no",
+        request.client.get_client_id(),
+        token["scope"],
+    )
     store_access_token(
         storage(),
         runtime().clock.now(),

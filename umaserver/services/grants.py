@@ -15,12 +15,15 @@ Revoking an access token takes the RPTs issued under it along (as `accounts.revo
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 
 from .. import secrets_at_rest
 from ..storage import Storage
 from ..storage.records import AccessToken, AuthorizationCode, RefreshToken
+
+log = logging.getLogger("umaserver.oauth")
 
 CODE_PREFIX = "uma_ac_"
 REFRESH_TOKEN_PREFIX = "uma_rt_"  # noqa: S105 - a prefix, not a secret
@@ -144,6 +147,14 @@ def _store(
             revoked=False,
             family=family,
         )
+    )
+    # One line per token issued: who got what, never the token.
+    log.info(
+        "token issued client_id=%r user_sub=%r scope=%r refresh=%s",
+        client_id,
+        user_sub,
+        issued.scope,
+        "yes" if issued.refresh_token is not None else "no",
     )
     if issued.refresh_token is not None:
         storage.add_refresh_token(
