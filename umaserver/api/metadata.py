@@ -11,7 +11,8 @@ from flask import Blueprint, Response, jsonify
 
 from ..runtime import runtime
 from .bearer import AUTHORIZATION_SCOPE, PROTECTION_SCOPE
-from .token import GRANT_TYPES, TOKEN_AUTH_METHODS
+from .code_grants import TOKEN_AUTH_METHODS
+from .token import GRANT_TYPES
 
 bp = Blueprint("metadata", __name__)
 

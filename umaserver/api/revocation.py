@@ -19,7 +19,9 @@ from flask import Blueprint, Flask, Response, current_app
 
 from ..services.grants import revoke_for_client
 from ..storage.per_request import storage
-from .token import _SERVER, TOKEN_AUTH_METHODS, UMAAuthorizationServer, check_client_request
+from .client_requests import check_client_request
+from .code_grants import TOKEN_AUTH_METHODS
+from .token import _SERVER, UMAAuthorizationServer
 
 bp = Blueprint("revocation", __name__)
 
