@@ -236,9 +236,9 @@ def test_in_one_request_the_later_claim_of_a_type_and_name_wins(world: Flow) -> 
     assert world.ask(ticket, claims).status == 201
 
 
-def test_gathered_claims_keep_their_provenance(world: Flow, store: Store) -> None:
+def test_gathered_claims_keep_their_provenance(world: Flow, store: Store, clock: FakeClock) -> None:
     ticket = world.ticket("view", "print")
-    before = int(time.time())
+    clock.advance(7)
     assert_error(world.ask(ticket, [email()]), 403, "need_claims")
     gathered = gathered_claims(store, ticket, "bob")
     assert {(c.type, c.name, c.value) for c in gathered} == {
@@ -248,7 +248,7 @@ def test_gathered_claims_keep_their_provenance(world: Flow, store: Store) -> Non
     for claim in gathered:
         # Plain pushed claims: the pushing client vouches for them.
         assert claim.issuer == world.app.client_id and claim.client_id == world.app.client_id
-        assert before <= claim.gathered_at <= time.time()
+        assert claim.gathered_at == clock.now()  # the app's clock, when it was pushed
 
 
 def test_the_redirect_claim_object_is_ignored(world: Flow) -> None:
