@@ -49,7 +49,7 @@ def test_the_readme_walk_works_as_written(live_server: LiveServer) -> None:
     expected = [
         '"version":"1.0"',  # the configuration document
         "HTTP/1.1 201 CREATED",  # the resource set
-        '"error": "need_claims"',  # asking without claims ...
+        '{"need_claims": [',  # asking without claims ...
         '{"type": "https://example.com/claims/employee", "name": "role", "value": "Your role at'
         ' the hospital"}',
         '{"rpt": "uma_rpt_',  # ... and with them

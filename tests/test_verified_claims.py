@@ -176,7 +176,7 @@ def test_the_clients_own_word_does_not_satisfy_a_rule_naming_the_idp(flow: Flow)
 def test_a_valid_id_token_grants_plain_oidc_claims_do_not(flow: Flow, op_key: RSAKey) -> None:
     plain = {"type": OIDC, "value": {"email": "bob@example.com"}}
     response = flow.ask(flow.ticket("print"), [plain])
-    assert response.status == 403 and response.json["error"] == "need_claims"
+    assert response.status == 403 and list(response.json) == ["need_claims"]
     assert response.json["need_claims"][0]["type"] == OIDC
     assert flow.ask(flow.ticket("print"), [id_token(op_key)]).status == 201
 
@@ -358,10 +358,10 @@ def test_claims_about_two_people_never_combine_across_requests(
 ) -> None:
     ticket = flow.ticket(scope)
     asked = flow.ask(ticket, [first(op_key, idp_key)])
-    assert asked.status == 403 and asked.json["error"] == "need_claims", asked.json
+    assert asked.status == 403 and list(asked.json) == ["need_claims"], asked.json
     # The second person's word replaces the first's on this ticket: still one claim short.
     again = flow.ask(ticket, [second(op_key, idp_key)])
-    assert again.status == 403 and again.json["error"] == "need_claims", again.json
+    assert again.status == 403 and list(again.json) == ["need_claims"], again.json
     subjects = {claim.subject for claim in gathered_claims(store, ticket, "bob")}
     assert len(subjects) == 1 and None not in subjects
 

@@ -139,9 +139,3 @@ class StorageUnavailableError(APIError):
 
     def __init__(self) -> None:
         super().__init__(headers={"Retry-After": "5"})
-
-
-class NeedClaims(APIError):
-    status = 403
-    error = "need_claims"
-    description = "More claims about the requesting party are needed."

@@ -6,7 +6,7 @@ import json
 
 from flask import Blueprint, Response
 
-from ..errors import NeedClaims, NotAuthorized, ServerError
+from ..errors import NotAuthorized, ServerError
 from ..runtime import runtime
 from ..services.authorization import request_authorization
 from ..storage.per_request import storage
@@ -49,8 +49,12 @@ def authorization_request() -> Response:
             content_type="application/json;charset=UTF-8",
         )
     if outcome.kind == "need_claims":
-        raise NeedClaims(
-            "Send the claims listed in need_claims with the same ticket.",
-            extra={"need_claims": [needed.as_dict() for needed in outcome.need_claims]},
+        # Not an error: exactly the spec's shape, with no `error` member, so that a client that
+        # takes any `error` for a refusal cannot misread it (DESIGN.md, "Errors").
+        return Response(
+            json.dumps({"need_claims": [needed.as_dict() for needed in outcome.need_claims]})
+            + "\n",
+            status=403,
+            content_type="application/json",
         )
     raise NotAuthorized(outcome.reason)
