@@ -130,7 +130,8 @@ PARTY_TOKEN_LIFETIME = 30 * 24 * 3600
 
 
 def open_store(database: Path) -> Store:
-    """A storage handle on `database`, its schema created (or upgraded) first."""
+    """A storage handle on `database`, its schema created (or upgraded) first. (Only the schema:
+    tests make states the server's own preparation would refuse, such as a clashing name.)"""
     prepare_database(database, int(time.time()))
     return open_storage(database)
 

@@ -33,6 +33,7 @@ import pytest
 import requests
 
 from .conftest import ROOT, LiveServer, start_server, stop_server
+from .flows import wait_until
 
 pytestmark = pytest.mark.live
 
@@ -264,7 +265,12 @@ def test_sigkill_during_concurrent_writes_loses_no_acknowledged_write(tmp_path: 
     threads = [threading.Thread(target=writer, args=(i,), daemon=True) for i in range(WRITERS)]
     for thread in threads:
         thread.start()
-    time.sleep(1.5)
+    # Kill it in the middle of the writing, once a few writes of each writer may have landed.
+    wait_until(
+        lambda: sum(len(ids) for ids in acknowledged) >= 3 * WRITERS,
+        timeout=30,
+        message="too few writes acknowledged",
+    )
     server.process.send_signal(signal.SIGKILL)
     server.process.wait(timeout=10)
     stop.set()

@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from .conftest import LiveServer, start_server, stop_server
+from .flows import wait_until
 
 pytestmark = pytest.mark.live
 
@@ -38,6 +39,7 @@ class Tricklers:
             self.sockets.append(sock)
         self.started = time.monotonic()
         self.closed_at: dict[int, float] = {}
+        self.rounds = 0  # how many times every open connection has been sent a byte
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -65,6 +67,7 @@ class Tricklers:
                         self._closed(index)
                 except OSError:
                     self._closed(index)
+            self.rounds += 1
 
     def open_count(self) -> int:
         return len(self.sockets) - len(self.closed_at)
@@ -101,7 +104,7 @@ def server(tmp_path: Path) -> Iterator[LiveServer]:
 
 def test_slow_connections_are_held_without_starving_others(server: LiveServer) -> None:
     with tricklers(server.url, SLOW) as slow:
-        time.sleep(1)  # every slow connection accepted and trickling
+        wait_until(lambda: slow.rounds >= 2, message="the slow connections never trickled")
         assert timed_get(server.url) < 3
         assert slow.open_count() == SLOW  # held, not closed: they are still within their time
 
@@ -122,8 +125,8 @@ def test_more_slow_connections_than_the_limit_delay_others_only_until_their_dead
 ) -> None:
     server = start_server(tmp_path, "[server]\nrequest_head_timeout = 2\nconnection_limit = 100\n")
     try:
-        with tricklers(server.url, SLOW):
-            time.sleep(0.5)
+        with tricklers(server.url, SLOW) as slow:
+            wait_until(lambda: slow.rounds >= 1, message="the slow connections never trickled")
             # 100 slow ones hold every connection the server takes; the rest and this request
             # wait in the listen backlog until the first ones miss their 2 s.
             assert timed_get(server.url) < 2 + 3

@@ -151,7 +151,7 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
 
 def _app(config: Config) -> Flask:
     try:
-        return create_app(config)
+        return create_app(config, clock=CLOCK)  # the command line's clock, the served app's too
     except PolicyError as error:
         fail(f"The rule file {config.policies} is broken:\n{error}")
     except accounts.ClashingUsernames as error:
