@@ -85,3 +85,24 @@ def test_one_framing_keeps_the_connection_and_serves_the_next_request(server: Li
     assert received.count(b"HTTP/1.1 ") == 2, received
     assert received.startswith(b"HTTP/1.1 401")
     assert b"HTTP/1.1 200" in received
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"get" + b"a" * 200_000 + b" / HTTP/1.1\r\nHost: x\r\n\r\n",  # a malformed method
+        b"GET / HTTP/1.1\r\n " + b"\x1b[31m" * 20_000 + b"\r\n\r\n",  # a folded first header
+    ],
+    ids=["long-method", "escapes-in-a-header"],
+)
+def test_what_waitress_refuses_is_answered_in_our_shape_with_a_short_escaped_echo(
+    server: LiveServer, raw: bytes
+) -> None:
+    received, _ = exchange(server, raw)
+    head, _, body = received.partition(b"\r\n\r\n")
+    assert head.split(b" ")[1] == b"400", head  # waitress answers a request it cannot read as 1.0
+    assert b"X-Content-Type-Options: nosniff" in head
+    answer = json.loads(body)
+    assert answer["error"] == "invalid_request"
+    assert len(answer["error_description"]) < 200  # the input is cut to 64 characters
+    assert "\x1b" not in answer["error_description"]

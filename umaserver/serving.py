@@ -33,6 +33,7 @@ from waitress.server import create_server
 from waitress.task import ErrorTask
 
 from .config import ServerSettings
+from .errors import echo
 
 log = logging.getLogger("umaserver.serving")
 
@@ -58,7 +59,8 @@ class JSONErrorTask(ErrorTask):  # type: ignore[misc]
         description = (
             "The request body is larger than this server accepts."
             if error.code == 413
-            else f"{error.reason}: {error.body}"
+            # Waitress quotes the offending input in full: cut and escaped like every echo.
+            else f"{error.reason}: {echo(str(error.body))}"
         )
         body = json.dumps(
             {"error": _CODES.get(error.code, "invalid_request"), "error_description": description}
@@ -68,6 +70,7 @@ class JSONErrorTask(ErrorTask):  # type: ignore[misc]
             [
                 ("Content-Type", "application/json"),
                 ("Cache-Control", "no-store"),
+                ("X-Content-Type-Options", "nosniff"),
             ]
         )
         self.set_close_on_finish()
