@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 from werkzeug.datastructures import MultiDict
 
-from umaserver.config import Config
+from umaserver import create_app
+from umaserver.config import Config, load_config
 
 from .conftest import (
     PARTY_TOKEN_LIFETIME,
@@ -19,7 +21,9 @@ from .conftest import (
     dump_database,
     make_client,
     make_party,
+    open_store,
     revoke_token,
+    write_config,
 )
 
 REALM = 'Bearer realm="http://uma.test"'
@@ -291,3 +295,36 @@ def test_secrets_and_tokens_are_stored_as_digests(
     ).json["access_token"]
     dump = dump_database(config.database)
     assert secret not in dump and token not in dump
+
+
+@pytest.mark.parametrize(
+    ("issuer", "base_url", "status"),
+    [
+        # Behind a proxy that terminates TLS: the app sees plain http on a public name.
+        ("https://uma.example", "http://uma.example", 200),
+        ("https://uma.example", "http://10.0.0.7:8080", 200),
+        # An http issuer on a public name: OAuth over plain http is refused, in words.
+        ("http://uma.test", "http://uma.test", 400),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080", 200),
+    ],
+)
+def test_the_token_endpoint_judges_transport_by_the_public_url(
+    tmp_path: Path, issuer: str, base_url: str, status: int
+) -> None:
+    (tmp_path / "policies.toml").write_text("", encoding="utf-8")
+    app = create_app(load_config(write_config(tmp_path, issuer=issuer)))
+    store = open_store(load_config(tmp_path / "config.toml").database)
+    try:
+        client_id, secret = make_client(store, "behind a proxy")
+    finally:
+        store.close()
+    response = app.test_client().post(
+        "/token",
+        data={"grant_type": "client_credentials", "scope": "uma_protection"},
+        auth=(client_id, secret),
+        base_url=base_url,
+    )
+    assert response.status_code == status, response.json
+    if status == 400:
+        assert response.json["error"] == "invalid_request"
+        assert "https" in response.json["error_description"]

@@ -16,15 +16,20 @@ from urllib.parse import urlsplit
 
 from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer
+from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Payload, FlaskOAuth2Request
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import (
     ClientMixin,
+    InsecureTransportError,
     InvalidScopeError,
+    OAuth2Request,
     grants,
 )
 from flask import Blueprint, Flask, Response, current_app
+from flask import request as flask_request
 
 from ..error_responses import error_response
+from ..errors import InvalidRequest
 from ..runtime import runtime
 from ..services.accounts import new_access_token, store_access_token
 from ..services.clients import LOOPBACK_HOSTS
@@ -128,9 +133,35 @@ _DESCRIPTIONS = {
 }
 
 
+class PublicRequest(FlaskOAuth2Request):  # type: ignore[misc]
+    """The request at the URL the world used: the configured issuer's, when that is https.
+    Behind a reverse proxy that terminates TLS the app sees plain http, and Authlib's transport
+    check (RFC 6749 3.1, 3.2: TLS required) must look at the public URL, not the proxy's hop.
+    With an http issuer the request's own URL is checked (loopback passes), and a refusal is a
+    400 that says why, never a 500."""
+
+    def __init__(self, flask_request: Any) -> None:
+        public = runtime().config.url(flask_request.full_path.rstrip("?"))
+        uri = public if public.startswith("https://") else flask_request.url
+        try:
+            OAuth2Request.__init__(
+                self, method=flask_request.method, uri=uri, headers=flask_request.headers
+            )
+        except InsecureTransportError:
+            raise InvalidRequest(
+                "OAuth needs TLS: this server's issuer must be an https URL (plain http only on"
+                " a loopback host)."
+            ) from None
+        self._request = flask_request
+        self.payload = FlaskOAuth2Payload(flask_request)
+
+
 class UMAAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
     def validate_requested_scope(self, scope: str | None) -> None:
         normalise_scope(scope)
+
+    def create_oauth2_request(self, request: Any) -> PublicRequest:
+        return PublicRequest(flask_request)
 
     def handle_error_response(self, request: Any, error: OAuth2Error) -> Response:
         """Authlib's errors in our one shape, each with an error_description; an error of the
