@@ -62,6 +62,7 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
         900,
         900,
     )
+    assert config.signin.account_max_failures == 20
     assert SECRET not in repr(config)
 
 
@@ -177,6 +178,13 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
             ],
         ),
         (GOOD + "signin = 5\n", ["signin: must be a table, not an integer"]),
+        (
+            GOOD + "[signin]\nmax_failures = 10\naccount_max_failures = 9\n",
+            [
+                "signin.account_max_failures: must be at least max_failures (the account from"
+                " anywhere counts every address's failures)"
+            ],
+        ),
         (
             GOOD + '[server]\ntrusted_proxies = ["10.0.0.1", "proxy.example", "10.0.0.0/33"]\n',
             [

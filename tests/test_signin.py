@@ -182,16 +182,30 @@ def test_repeated_failures_lock_the_account_and_say_when_to_retry(
     assert again.status_code == 429
     assert error_of(again) == "Too many failed sign-ins for this account. Try again in 10 minutes."
     assert secrets_at_rest.DUMMY.checks == before
-    # Another address: the account is locked from anywhere.
+    # Another address: five guesses from one place do not lock the owner out from elsewhere
+    # (the account-wide limit is account_max_failures, 20).
     other = sign_in(http, alice, "correct horse", environ_base={"REMOTE_ADDR": "192.0.2.7"})
-    assert other.status_code == 429
+    assert other.status_code == 303
     clock.advance(600)
     assert sign_in(http, alice, "correct horse").status_code == 303
     lines = [r.getMessage() for r in caplog.records if r.name == "umaserver.signin"]
     assert sum("sign-in failed username='alice'" in line for line in lines) == 5
-    assert sum("sign-in locked username='alice'" in line for line in lines) == 2
-    assert sum("sign-in succeeded username='alice'" in line for line in lines) == 1
+    assert sum("sign-in locked username='alice'" in line for line in lines) == 1
+    assert sum("sign-in succeeded username='alice'" in line for line in lines) == 2
     assert not any("wrong" in line or "correct horse" in line for line in lines)
+
+
+def test_failures_from_many_addresses_lock_the_account_from_everywhere(
+    http: FlaskClient, alice: str, clock: FakeClock
+) -> None:
+    # 20 guesses from 20 addresses (account_max_failures), none of them past its own 5.
+    for n in range(20):
+        guess = sign_in(http, alice, "wrong", environ_base={"REMOTE_ADDR": f"192.0.2.{n + 1}"})
+        assert guess.status_code == (429 if n == 19 else 200)
+        clock.advance(10)
+    fresh = sign_in(http, alice, "correct horse", environ_base={"REMOTE_ADDR": "198.51.100.9"})
+    assert fresh.status_code == 429
+    assert error_of(fresh).startswith("Too many failed sign-ins for this account.")
 
 
 def test_failures_spread_over_more_than_the_window_do_not_lock(
@@ -296,7 +310,7 @@ def test_when_a_lock_ends(failures: list[int], expected: int) -> None:
     settings = SigninSettings(max_failures=3, window=200, lockout=50)
     if failures == [100, 150, 250]:
         settings = SigninSettings(max_failures=3, window=100, lockout=50)
-    assert locked_until(failures, settings) == expected
+    assert locked_until(failures, settings, 3) == expected
 
 
 def test_pruning_forgets_ended_sessions_and_old_failures(

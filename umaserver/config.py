@@ -89,9 +89,12 @@ class SessionSettings:
 
 @dataclass(frozen=True)
 class SigninSettings:
-    # `max_failures` failed sign-ins within `window` seconds lock the account (and, apart, the
-    # account from one address) for `lockout` seconds.
+    # `max_failures` failed sign-ins from one address within `window` seconds lock the account
+    # from that address, and `account_max_failures` from anywhere lock it from everywhere, for
+    # `lockout` seconds. The account-wide count is higher, so that someone who only knows a
+    # username cannot lock its owner out with a handful of guesses.
     max_failures: int = 5
+    account_max_failures: int = 20
     window: int = 900
     lockout: int = 900
 
@@ -341,10 +344,15 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     signin = SigninSettings(
         **{
             name: section.take(name, int, getattr(SigninSettings, name), positive)
-            for name in ("max_failures", "window", "lockout")
+            for name in ("max_failures", "account_max_failures", "window", "lockout")
         }
     )
     section.finish()
+    if signin.account_max_failures < signin.max_failures:
+        errors.append(
+            "signin.account_max_failures: must be at least max_failures (the account from"
+            " anywhere counts every address's failures)"
+        )
     saml_idps = [_saml_idp(reader, base) for reader in top.tables("saml_idps")]
     oidc_issuers = [_oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
     _no_repeats("saml_idps", [idp.entity_id for idp in saml_idps if idp], "entity_id", errors)

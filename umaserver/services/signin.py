@@ -3,7 +3,8 @@ upgrade of an old hash. Plain functions over the storage contract and a moment; 
 (`umaserver.pages.signin`) turns HTTP into a call of `sign_in` and its `Outcome` back into HTML.
 
 Failures are counted under two keys: the account from anywhere, and the account from one address.
-`max_failures` of either within `window` seconds lock it for `lockout` seconds from the last of
+`account_max_failures` of the first, or `max_failures` of the second, within `window` seconds lock
+it (from everywhere, or from that address) for `lockout` seconds from the last of
 them; while locked the password is not even checked (nor is the attempt counted). An account that
 does not exist is counted, checked against a dummy hash and answered exactly like a wrong password,
 so that neither the answer nor its time tells whether a username exists.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -47,10 +48,9 @@ def failure_keys(username: str, address: str) -> tuple[str, str]:
     return f"account:{account}", f"address:{account}:{address}"
 
 
-def locked_until(failures: Sequence[int], settings: SigninSettings) -> int:
+def locked_until(failures: Sequence[int], settings: SigninSettings, count: int) -> int:
     """When the lock these failures (oldest first) put on a key ends; 0 when they put none. A lock
-    starts at a failure that is the `max_failures`-th within `window` seconds."""
-    count = settings.max_failures
+    starts at a failure that is the `count`-th within `window` seconds."""
     until = 0
     for i in range(count - 1, len(failures)):
         if failures[i] - failures[i - count + 1] <= settings.window:
@@ -58,9 +58,18 @@ def locked_until(failures: Sequence[int], settings: SigninSettings) -> int:
     return until
 
 
-def _lock(storage: Storage, keys: Iterable[str], now: int, settings: SigninSettings) -> int:
+def _lock(storage: Storage, keys: tuple[str, str], now: int, settings: SigninSettings) -> int:
+    """When the lock on the account from anywhere, or from this address, ends (0: none)."""
     since = now - settings.window - settings.lockout
-    until = max(locked_until(storage.signin_failures_since(key, since), settings) for key in keys)
+    account, from_address = keys
+    until = max(
+        locked_until(
+            storage.signin_failures_since(account, since), settings, settings.account_max_failures
+        ),
+        locked_until(
+            storage.signin_failures_since(from_address, since), settings, settings.max_failures
+        ),
+    )
     return until if until > now else 0
 
 
