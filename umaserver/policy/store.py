@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..background import BackgroundJob
 from .rule_file import PolicyError, load_rules
 from .rules import RuleSet
 
@@ -45,7 +46,7 @@ def _stamp(path: Path) -> _Stamp:
     return (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size)
 
 
-class PolicyStore:
+class PolicyStore(BackgroundJob):
     """The current rules of one rule file; `rules` is safe to read from any thread and never
     waits. `start` begins watching the file on a daemon thread; `stop` ends it."""
 
@@ -66,8 +67,7 @@ class PolicyStore:
         # A file that changed while it was read is read again at the first check.
         self._stamp: _Stamp = stamp if _stamp(path) == stamp else _NOT_YET_SEEN
         self._next_check = clock() + check_interval
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__("umaserver-policies")
 
     @property
     def path(self) -> Path:
@@ -76,18 +76,6 @@ class PolicyStore:
     @property
     def rules(self) -> RuleSet:
         return self._rules
-
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name="umaserver-policies", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=10)
 
     def check(self) -> None:
         """Looks at the file now, whatever the interval, and reloads it if it changed."""

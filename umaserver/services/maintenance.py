@@ -17,10 +17,10 @@ app starts it and stops it with itself. "Now" is the app's clock.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..background import BackgroundJob
 from ..clock import Clock
 from ..storage import Storage
 
@@ -92,7 +92,7 @@ def prune(
     )
 
 
-class PruneJob:
+class PruneJob(BackgroundJob):
     """`prune` every `interval` seconds on a daemon thread, each run on a handle of its own."""
 
     def __init__(
@@ -106,8 +106,7 @@ class PruneJob:
         self._failure_memory = failure_memory
         self._clock = clock
         self._interval = interval
-        self._stopping = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__("umaserver-prune")
 
     def run_once(self) -> Pruned:
         """One pruning, now (the thread's one step)."""
@@ -132,18 +131,6 @@ class PruneJob:
                 pruned.signin_failures,
             )
         return pruned
-
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._thread = threading.Thread(target=self._run, name="umaserver-prune", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopping.set()
-        thread, self._thread = self._thread, None
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=10)
 
     def _run(self) -> None:
         while not self._stopping.wait(self._interval):
