@@ -20,7 +20,7 @@ from ..services.clients import (
     redirect_uri_problem,
 )
 from .bearer import SCOPE_ALIASES
-from .schemas import _first_message
+from .schemas import _first_message, _not_blank
 
 MAX_NAME = 200
 MAX_URI = 2000
@@ -40,8 +40,7 @@ class InvalidRedirectUri(APIError):
 
 
 def _text(value: str) -> None:
-    if not value.strip():
-        raise ValidationError("Must not be blank.")
+    _not_blank(value)
     if any(not c.isprintable() for c in value):
         raise ValidationError("Must not hold control characters.")
 

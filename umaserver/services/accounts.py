@@ -72,8 +72,10 @@ def store_access_token(
     user_sub: str | None,
     scope: str,
     lifetime: int,
+    family: str | None = None,
 ) -> None:
-    """Remembers a token made by `new_access_token` (or by Authlib's generator, which uses it)."""
+    """Remembers a token made by `new_access_token` (or by Authlib's generator, which uses it);
+    `family` names the code grant it came from, with its refreshes."""
     storage.add_access_token(
         AccessToken(
             digest=secrets_at_rest.digest(token),
@@ -84,6 +86,7 @@ def store_access_token(
             issued_at=now,
             expires_at=now + lifetime,
             revoked=False,
+            family=family,
         )
     )
 

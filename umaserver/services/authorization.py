@@ -75,14 +75,12 @@ def _replay(uses: list[AssertionUse], assertion: Assertion, ticket: str, party: 
     return None
 
 
-def _within_ticket_bound(
-    storage: Storage, ticket: str, party: str, claims: tuple[Claim, ...], limits: Limits
-) -> None:
+def _within_ticket_bound(held: list[Claim], claims: tuple[Claim, ...], limits: Limits) -> None:
     """Raises InvalidRequest (rolling the request back) when the claims the ticket holds for this
-    requesting party and those this request adds are more than `[limits] claims_per_ticket`."""
+    requesting party (`held`) and those this request adds are more than `[limits]
+    claims_per_ticket`."""
     if not claims:
         return
-    held = storage.gathered_claims(ticket, party)
     keys = {(claim.type, claim.issuer, claim.name) for claim in held}
     added = {(claim.type, claim.issuer, claim.name) for claim in claims} - keys
     if len(held) + len(added) > limits.claims_per_ticket:
@@ -95,16 +93,21 @@ def _within_ticket_bound(
 
 def _keep_one_subject_per_issuer(
     storage: Storage, ticket: str, party: str, assertions: Iterable[Assertion]
-) -> None:
+) -> list[Claim]:
     """One subject per issuer per ticket: the word of an issuer about another subject than the
     one it spoke of before on this ticket replaces everything that issuer said here before, so
-    claims about two people never combine. (`read_claim_objects` refused two in one request.)"""
+    claims about two people never combine. (`read_claim_objects` refused two in one request.)
+    Returns the claims the ticket still holds for this party."""
+    held = storage.gathered_claims(ticket, party)
     stored: dict[str, set[str | None]] = {}
-    for claim in storage.gathered_claims(ticket, party):
+    for claim in held:
         stored.setdefault(claim.issuer, set()).add(claim.subject)
+    forgotten = set()
     for issuer, subject in dict.fromkeys((a.issuer, a.subject) for a in assertions):
         if subject is not None and stored.get(issuer, {subject}) != {subject}:
             storage.forget_issuer_claims(ticket, party, issuer)
+            forgotten.add(issuer)
+    return [claim for claim in held if claim.issuer not in forgotten]
 
 
 def _count_refused_request(storage: Storage, digest: str) -> None:
@@ -183,8 +186,8 @@ def request_authorization(
                     f"{assertion.kind} refused: the {assertion.kind} {echo(assertion.assertion_id)}"
                     f" of {assertion.issuer} was presented before (replay: {collision})."
                 )
-        _keep_one_subject_per_issuer(storage, ticket.digest, party, pushed.assertions)
-        _within_ticket_bound(storage, ticket.digest, party, pushed.claims, limits)
+        held = _keep_one_subject_per_issuer(storage, ticket.digest, party, pushed.assertions)
+        _within_ticket_bound(held, pushed.claims, limits)
         storage.record_claims(ticket.digest, party, pushed.claims)
         requests = storage.count_ticket_request(ticket.digest)
         owner = owner_name(storage, ticket.owner)

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from .. import secrets_at_rest
 from ..storage import Storage
-from ..storage.records import AccessToken, AuthorizationCode, RefreshToken
+from ..storage.records import AuthorizationCode, RefreshToken
+from .accounts import store_access_token
 
 log = logging.getLogger("umaserver.oauth")
 
@@ -135,18 +136,15 @@ class Issued:
 def _store(
     storage: Storage, now: int, client_id: str, user_sub: str, family: str, issued: Issued
 ) -> None:
-    storage.add_access_token(
-        AccessToken(
-            digest=secrets_at_rest.digest(issued.access_token),
-            client_id=client_id,
-            user_sub=user_sub,
-            username=None,
-            scope=issued.scope,
-            issued_at=now,
-            expires_at=now + issued.access_lifetime,
-            revoked=False,
-            family=family,
-        )
+    store_access_token(
+        storage,
+        now,
+        issued.access_token,
+        client_id,
+        user_sub,
+        issued.scope,
+        issued.access_lifetime,
+        family=family,
     )
     # One line per token issued: who got what, never the token.
     log.info(

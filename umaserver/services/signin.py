@@ -12,7 +12,6 @@ so that neither the answer nor its time tells whether a username exists.
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import logging
 from collections.abc import Sequence
@@ -44,7 +43,7 @@ class Outcome:
 def failure_keys(username: str, address: str) -> tuple[str, str]:
     """The keys of the account and of the account from `address`. The name is kept as a digest:
     failed sign-ins are stored for names that are no account too (mistyped passwords among them)."""
-    account = hashlib.sha256(username.encode("utf-8")).hexdigest()
+    account = secrets_at_rest.digest(username)
     return f"account:{account}", f"address:{account}:{address}"
 
 
