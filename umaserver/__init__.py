@@ -72,6 +72,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
             policies=policies,
             verifiers=verifiers,
             rpt_key=secrets_at_rest.reissue_key(config.secret_key, "rpt"),
+            csrf_key=secrets_at_rest.reissue_key(config.secret_key, "csrf"),
         ),
     )
     verifiers.start()

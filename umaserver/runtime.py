@@ -23,6 +23,7 @@ class Runtime:
     policies: PolicyStore
     verifiers: ConfiguredVerifiers
     rpt_key: bytes = field(repr=False)
+    csrf_key: bytes = field(repr=False)
 
 
 def install(app: Flask, runtime: Runtime) -> None:

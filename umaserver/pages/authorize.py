@@ -18,6 +18,7 @@ The request is checked in this order:
 from __future__ import annotations
 
 import logging
+from typing import Any
 from urllib.parse import urlsplit
 
 from authlib.oauth2 import OAuth2Error
@@ -112,11 +113,12 @@ def _origin(uri: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _issue(grant_user: User | None) -> Response:
-    """Authlib's answer: the code (or access_denied) sent back to the redirect URI."""
-    server = authorization_server()
-    grant = server.get_consent_grant(end_user=grant_user)
-    response: Response = server.create_authorization_response(grant_user=grant_user, grant=grant)
+def _issue(grant: Any, grant_user: User | None) -> Response:
+    """Authlib's answer for the grant already checked: the code (or access_denied) sent back to
+    the redirect URI."""
+    response: Response = authorization_server().create_authorization_response(
+        grant_user=grant_user, grant=grant
+    )
     return response
 
 
@@ -148,13 +150,13 @@ def authorize() -> BaseResponse:
             scope,
         )
         if decision == ["deny"]:
-            return _issue(None)
+            return _issue(grant, None)
         consents.remember_consent(
             storage(), int(runtime().clock.now()), user.sub, client.client_id, scope
         )
-        return _issue(user)
+        return _issue(grant, user)
     if consents.consent_for(storage(), user.sub, client.client_id, scope):
-        return _issue(user)
+        return _issue(grant, user)
     return render(
         "pages/consent.html",
         form_action=(_origin(redirect_uri),),

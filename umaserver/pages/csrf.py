@@ -9,7 +9,6 @@ import hmac
 
 from flask import abort, request
 
-from .. import secrets_at_rest
 from ..runtime import runtime
 from . import sessions
 
@@ -21,8 +20,7 @@ FAILED = (
 
 
 def _token_for(binding: str) -> str:
-    key = secrets_at_rest.reissue_key(runtime().config.secret_key, "csrf")
-    return hmac.new(key, binding.encode("utf-8"), hashlib.sha256).hexdigest()
+    return hmac.new(runtime().csrf_key, binding.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def _binding() -> str:
