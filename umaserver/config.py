@@ -67,6 +67,7 @@ class Lifetimes:
     permission: int = 3600
     authorization_code: int = 60
     refresh_token: int = 30 * 24 * 3600
+    claims_handle: int = 600
 
 
 @dataclass(frozen=True)
@@ -296,6 +297,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
                 "permission",
                 "authorization_code",
                 "refresh_token",
+                "claims_handle",
             )
         }
     )

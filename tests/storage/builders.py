@@ -12,6 +12,7 @@ from umaserver.storage.records import (
     AccessToken,
     AssertionUse,
     AuthorizationCode,
+    ClaimsHandle,
     Client,
     Permission,
     RefreshToken,
@@ -212,3 +213,22 @@ def make_refresh_token(
     )
     store.add_refresh_token(token)
     return token
+
+
+def make_handle(
+    store: Storage,
+    ticket: Ticket | None = None,
+    expires_at: int = T + 600,
+    requesting_party: str = "bob",
+) -> ClaimsHandle:
+    ticket = ticket or make_ticket(store)
+    handle = ClaimsHandle(
+        digest=unique("handle-digest"),
+        ticket_digest=ticket.digest,
+        client_id=ticket.client_id,
+        requesting_party=requesting_party,
+        created_at=T,
+        expires_at=expires_at,
+    )
+    store.add_claims_handle(handle)
+    return handle

@@ -22,6 +22,7 @@ from .builders import (
     assertion_use,
     claim,
     make_code,
+    make_handle,
     make_refresh_token,
     make_set,
     make_ticket,
@@ -58,6 +59,20 @@ def test_of_racers_consuming_one_ticket_exactly_one_does(store_factory: StoreFac
     results = race(store_factory, lambda handle, _: handle.consume_ticket(ticket.digest))
     assert results.count(True) == 1
     assert store.get_ticket(ticket.digest) == replace(ticket, state="granted")
+
+
+def test_of_racers_binding_and_using_one_handle_exactly_one_does_each(
+    store_factory: StoreFactory,
+) -> None:
+    store = store_factory()
+    handle = make_handle(store)
+    bound = race(store_factory, lambda h, racer: h.bind_claims_handle(handle.digest, f"b{racer}"))
+    assert bound.count(True) == 1
+    used = race(store_factory, lambda h, _: h.use_claims_handle(handle.digest))
+    assert used.count(True) == 1
+    assert store.get_claims_handle(handle.digest) == replace(
+        handle, binding_digest=f"b{bound.index(True)}", state="used"
+    )
 
 
 def test_of_racers_consuming_one_code_exactly_one_does(store_factory: StoreFactory) -> None:

@@ -33,6 +33,7 @@ from .builders import (
     claim,
     make_client,
     make_code,
+    make_handle,
     make_refresh_token,
     make_rpt,
     make_set,
@@ -487,6 +488,81 @@ def test_open_tickets_for_a_set_are_its_open_ones_expired_or_not(store: Storage)
     make_ticket(store, other)
     assert sorted(store.open_tickets_for(rs.id), key=lambda t: t.expires_at) == [expired, live]
     assert store.open_tickets_for("no-such-set") == []
+
+
+@pytest.mark.parametrize("state", ["open", "granted", "finished", "unknown"])
+def test_an_open_ticket_is_extended_never_shortened(
+    store: Storage, state: TicketState | Literal["unknown"]
+) -> None:
+    ticket = None if state == "unknown" else make_ticket(store, state=state, expires_at=T + 60)
+    digest = ticket.digest if ticket else "no-such-ticket"
+    assert store.extend_ticket(digest, T + 600) is (state == "open")
+    if ticket is not None:
+        expected = T + 600 if state == "open" else T + 60
+        assert store.get_ticket(digest) == replace(ticket, expires_at=expected)
+    if state == "open":
+        assert store.extend_ticket(digest, T + 30) is True
+        assert store.get_ticket(digest) == replace(ticket, expires_at=T + 600)
+
+
+# -- claims handles --------------------------------------------------------------------------------
+
+
+def test_claims_handle_round_trip(store: Storage) -> None:
+    handle = make_handle(store)
+    assert store.get_claims_handle(handle.digest) == handle
+    assert store.get_claims_handle("no-such-handle") is None
+
+
+def test_a_new_handle_voids_the_open_ones_of_its_ticket_only(store: Storage) -> None:
+    ticket, other = make_ticket(store), make_ticket(store)
+    first, elsewhere = make_handle(store, ticket), make_handle(store, other)
+    used = make_handle(store, ticket)
+    assert store.get_claims_handle(first.digest) == replace(first, state="void")
+    assert store.use_claims_handle(used.digest)
+    second = make_handle(store, ticket)
+    assert store.get_claims_handle(used.digest) == replace(used, state="used")  # stays used
+    assert store.get_claims_handle(second.digest) == second
+    assert store.get_claims_handle(elsewhere.digest) == elsewhere
+    assert store.void_claims_handles(ticket.digest) == 1
+    assert store.void_claims_handles(ticket.digest) == 0
+    assert store.get_claims_handle(second.digest) == replace(second, state="void")
+
+
+def test_a_handle_is_bound_to_one_browser_once(store: Storage) -> None:
+    handle = make_handle(store)
+    assert store.bind_claims_handle(handle.digest, "browser-1") is True
+    assert store.bind_claims_handle(handle.digest, "browser-2") is False
+    assert store.get_claims_handle(handle.digest) == replace(handle, binding_digest="browser-1")
+    assert store.bind_claims_handle("no-such-handle", "browser-1") is False
+    unused = make_handle(store)
+    store.void_claims_handles(unused.ticket_digest)
+    assert store.bind_claims_handle(unused.digest, "browser-1") is False
+
+
+def test_a_handle_is_used_once_and_only_while_open(store: Storage) -> None:
+    handle = make_handle(store)
+    assert store.use_claims_handle(handle.digest) is True
+    assert store.use_claims_handle(handle.digest) is False
+    assert store.get_claims_handle(handle.digest) == replace(handle, state="used")
+    void = make_handle(store)
+    store.void_claims_handles(void.ticket_digest)
+    assert store.use_claims_handle(void.digest) is False
+    assert store.use_claims_handle("no-such-handle") is False
+
+
+def test_expired_handles_are_forgotten_and_go_with_their_ticket(store: Storage) -> None:
+    expiring = [make_handle(store, expires_at=T + n) for n in (10, 20, 30)]
+    boundary, later = make_handle(store, expires_at=T + 40), make_handle(store, expires_at=T + 50)
+    assert store.delete_claims_handles_expired_before(T + 40, 2) == 2
+    assert store.delete_claims_handles_expired_before(T + 40, 2) == 1
+    assert store.delete_claims_handles_expired_before(T + 40, 2) == 0
+    assert all(store.get_claims_handle(h.digest) is None for h in expiring)
+    assert store.get_claims_handle(boundary.digest) == boundary
+    ticket = store.get_ticket(later.ticket_digest)
+    assert ticket is not None
+    assert store.delete_tickets_expired_before(ticket.expires_at + 1, 10) >= 1
+    assert store.get_claims_handle(later.digest) is None
 
 
 @pytest.mark.parametrize("state", ["open", "granted", "finished", "unknown"])

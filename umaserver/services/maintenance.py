@@ -42,6 +42,7 @@ class Pruned:
     initial_access_tokens: int = 0
     sessions: int = 0
     signin_failures: int = 0
+    claims_handles: int = 0
 
     @property
     def total(self) -> int:
@@ -55,6 +56,7 @@ class Pruned:
             + self.initial_access_tokens
             + self.sessions
             + self.signin_failures
+            + self.claims_handles
         )
 
 
@@ -74,6 +76,7 @@ def prune(
     `now`; failed sign-ins: from before `now - failure_memory`); what it deleted."""
     moment = now - EXPIRED_MEMORY
     return Pruned(
+        claims_handles=_in_batches(storage.delete_claims_handles_expired_before, moment, batch),
         tickets=_in_batches(storage.delete_tickets_expired_before, moment, batch),
         assertion_uses=_in_batches(storage.delete_assertion_uses_expired_before, moment, batch),
         rpts=_in_batches(storage.delete_rpts_expired_before, moment, batch),
@@ -119,7 +122,7 @@ class PruneJob(BackgroundJob):
             log.info(
                 "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d"
                 " authorization_codes=%d refresh_tokens=%d initial_access_tokens=%d"
-                " sessions=%d signin_failures=%d",
+                " sessions=%d signin_failures=%d claims_handles=%d",
                 pruned.tickets,
                 pruned.assertion_uses,
                 pruned.rpts,
@@ -129,6 +132,7 @@ class PruneJob(BackgroundJob):
                 pruned.initial_access_tokens,
                 pruned.sessions,
                 pruned.signin_failures,
+                pruned.claims_handles,
             )
         return pruned
 

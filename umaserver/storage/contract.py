@@ -30,6 +30,7 @@ from .records import (
     AccessToken,
     AssertionUse,
     AuthorizationCode,
+    ClaimsHandle,
     Client,
     Consent,
     InitialAccessToken,
@@ -301,6 +302,33 @@ class Tickets(Protocol):
         """Replaces the scopes an open ticket asks for; False when it is not open."""
         ...
 
+    def extend_ticket(self, digest: str, expires_at: int) -> bool:
+        """An open ticket lives at least until `expires_at` (never shortened); False when it is
+        not open."""
+        ...
+
+
+class ClaimsHandles(Protocol):
+    def add_claims_handle(self, handle: ClaimsHandle) -> None:
+        """Stores a new handle and voids every other open handle of its ticket."""
+        ...
+
+    def get_claims_handle(self, digest: str) -> ClaimsHandle | None: ...
+
+    def void_claims_handles(self, ticket_digest: str) -> int:
+        """open -> void for the handles of a ticket; how many."""
+        ...
+
+    def bind_claims_handle(self, digest: str, binding_digest: str) -> bool:
+        """Binds an open, unbound handle to a browser; True for exactly one caller."""
+        ...
+
+    def use_claims_handle(self, digest: str) -> bool:
+        """open -> used; True for exactly one caller."""
+        ...
+
+    def delete_claims_handles_expired_before(self, moment: int, limit: int) -> int: ...
+
 
 class GatheredClaims(Protocol):
     def record_claims(
@@ -380,6 +408,7 @@ class Storage(
     AccessTokens,
     ResourceSets,
     Tickets,
+    ClaimsHandles,
     GatheredClaims,
     AssertionUses,
     Rpts,

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from .. import secrets_at_rest
 
 TicketState = Literal["open", "granted", "finished"]
+HandleState = Literal["open", "used", "void"]
 
 
 @dataclass(frozen=True)
@@ -226,3 +227,20 @@ class InitialAccessToken:
     push_claim_types: tuple[str, ...]
     created_at: int
     expires_at: int
+
+
+@dataclass(frozen=True)
+class ClaimsHandle:
+    """A claims handle of the redirect profile (its digest): the `value` of a `redirect_required`
+    entry, bound to the ticket, the client and the requesting party of the AAT it was made for,
+    and to the browser that first opened it (`binding_digest`, the digest of a random id that
+    browser holds). Usable once, while `state` is open and before it expires."""
+
+    digest: str
+    ticket_digest: str
+    client_id: str
+    requesting_party: str
+    created_at: int
+    expires_at: int
+    binding_digest: str | None = None
+    state: HandleState = "open"

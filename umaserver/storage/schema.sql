@@ -127,6 +127,23 @@ CREATE TABLE IF NOT EXISTS seen_assertions (
 );
 CREATE INDEX IF NOT EXISTS seen_assertions_by_expiry ON seen_assertions (expires_at);
 
+-- The redirect claims profile: a claims handle is the `value` of a `redirect_required` entry (its
+-- digest), bound to the ticket, the client and the requesting party of the AAT it was made for, and,
+-- once the person arrives at /rqp_claims, to that browser (`binding_digest`). `state`: open, used
+-- (the gathering finished) or void (a later request on the ticket replaced it).
+CREATE TABLE IF NOT EXISTS claims_handles (
+    digest           TEXT PRIMARY KEY,
+    ticket_digest    TEXT NOT NULL REFERENCES tickets (digest) ON DELETE CASCADE,
+    client_id        TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
+    requesting_party TEXT NOT NULL,
+    created_at       INTEGER NOT NULL,
+    expires_at       INTEGER NOT NULL,
+    binding_digest   TEXT,
+    state            TEXT NOT NULL DEFAULT 'open' CHECK (state IN ('open', 'used', 'void'))
+);
+CREATE INDEX IF NOT EXISTS claims_handles_by_ticket ON claims_handles (ticket_digest);
+CREATE INDEX IF NOT EXISTS claims_handles_by_expiry ON claims_handles (expires_at);
+
 -- The migrations applied to this database (migrations/NNNN_*.sql); a database without this table
 -- has the schema of version 1.
 CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -1,4 +1,4 @@
-"""Resource sets and permission tickets in SQLite."""
+"""Resource sets, permission tickets and the claims handles of tickets in SQLite."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 from ..records import (
+    ClaimsHandle,
     ResourceSet,
     Ticket,
 )
@@ -141,6 +142,83 @@ class Resources(Base):
                 "UPDATE tickets SET state = ? WHERE digest = ? AND state = 'open'", (state, digest)
             )
             == 1
+        )
+
+    def extend_ticket(self, digest: str, expires_at: int) -> bool:
+        return (
+            self._write(
+                "UPDATE tickets SET expires_at = max(expires_at, ?) WHERE digest = ?"
+                " AND state = 'open'",
+                (expires_at, digest),
+            )
+            == 1
+        )
+
+    # -- claims handles (the redirect profile) -------------------------------------------------
+
+    def add_claims_handle(self, handle: ClaimsHandle) -> None:
+        with self.transaction():
+            self.void_claims_handles(handle.ticket_digest)
+            self.conn.execute(
+                "INSERT INTO claims_handles (digest, ticket_digest, client_id, requesting_party,"
+                " created_at, expires_at, binding_digest, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    handle.digest,
+                    handle.ticket_digest,
+                    handle.client_id,
+                    handle.requesting_party,
+                    handle.created_at,
+                    handle.expires_at,
+                    handle.binding_digest,
+                    handle.state,
+                ),
+            )
+
+    def get_claims_handle(self, digest: str) -> ClaimsHandle | None:
+        row = self._one("SELECT * FROM claims_handles WHERE digest = ?", (digest,))
+        if row is None:
+            return None
+        return ClaimsHandle(
+            digest=row["digest"],
+            ticket_digest=row["ticket_digest"],
+            client_id=row["client_id"],
+            requesting_party=row["requesting_party"],
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+            binding_digest=row["binding_digest"],
+            state=row["state"],
+        )
+
+    def void_claims_handles(self, ticket_digest: str) -> int:
+        return self._write(
+            "UPDATE claims_handles SET state = 'void' WHERE ticket_digest = ? AND state = 'open'",
+            (ticket_digest,),
+        )
+
+    def bind_claims_handle(self, digest: str, binding_digest: str) -> bool:
+        return (
+            self._write(
+                "UPDATE claims_handles SET binding_digest = ? WHERE digest = ?"
+                " AND binding_digest IS NULL AND state = 'open'",
+                (binding_digest, digest),
+            )
+            == 1
+        )
+
+    def use_claims_handle(self, digest: str) -> bool:
+        return (
+            self._write(
+                "UPDATE claims_handles SET state = 'used' WHERE digest = ? AND state = 'open'",
+                (digest,),
+            )
+            == 1
+        )
+
+    def delete_claims_handles_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM claims_handles WHERE digest IN"
+            " (SELECT digest FROM claims_handles WHERE expires_at < ? LIMIT ?)",
+            (moment, limit),
         )
 
     def delete_tickets_expired_before(self, moment: int, limit: int) -> int:
