@@ -255,9 +255,11 @@ def test_gathered_claims_keep_their_provenance(world: Flow, store: Store, clock:
         assert claim.gathered_at == clock.now()  # the app's clock, when it was pushed
 
 
-def test_the_redirect_claim_object_is_ignored(world: Flow) -> None:
+def test_the_redirect_claim_object_is_refused(world: Flow) -> None:
     claims = [{"type": "claim-client-redirect-1.0", "value": {"scope": "x"}}, doctor()]
-    assert world.ask(world.ticket(), claims).status == 201
+    answer = world.ask(world.ticket(), claims)
+    assert_error(answer, 400, "invalid_request")
+    assert "redirect the requesting party" in answer.json["error_description"]
 
 
 def test_a_ticket_has_at_most_ten_requests(world: Flow) -> None:

@@ -539,22 +539,27 @@ def test_need_claims_hints_never_reveal_the_value(condition: str, value: str) ->
 
 
 @pytest.mark.parametrize(
-    ("condition", "can_supply", "claim_type"),
+    ("condition", "can_supply", "claim_type", "issuers"),
     [
-        (DOCTOR, [("urn:b", CLIENT), ("urn:a", "x"), ("urn:c", CLIENT)], "urn:a"),
+        (DOCTOR, [("urn:b", CLIENT), ("urn:a", "x"), ("urn:c", CLIENT)], "urn:a", []),
         (
             f'{DOCTOR}\nissuers = ["{IDP}"]',
             [(OIDC, CLIENT), (OIDC, IDP), (SAML, IDP), ("urn:a", CLIENT)],
             SAML,
+            [IDP],  # a verified type, and the rule demands an issuer: the entry says whose word
         ),
-        (f'{DOCTOR}\ntypes = ["{OIDC}", "urn:z"]', [("urn:a", CLIENT), (OIDC, CLIENT)], OIDC),
+        (f'{DOCTOR}\ntypes = ["{OIDC}", "urn:z"]', [("urn:a", CLIENT), (OIDC, CLIENT)], OIDC, []),
     ],
 )
 def test_the_type_asked_for_is_the_first_the_client_can_supply(
-    condition: str, can_supply: list[tuple[str, str]], claim_type: str
+    condition: str, can_supply: list[tuple[str, str]], claim_type: str, issuers: list[str]
 ) -> None:
     (needed,) = ask(rule("r", condition), can_supply=can_supply).need_claims
-    assert needed.as_dict() == {"type": claim_type, "name": "role", "value": "a value for 'role'"}
+    expected: dict[str, Any] = {"type": claim_type, "name": "role", "value": "a value for 'role'"}
+    if issuers:
+        expected["value"] += f" vouched for by {IDP}"
+        expected["issuers"] = issuers
+    assert needed.as_dict() == expected
 
 
 def test_two_missing_conditions_on_one_claim_ask_for_it_once() -> None:

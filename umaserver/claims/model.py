@@ -20,10 +20,13 @@ class Claim:
     """One claim about the requesting party of a ticket.
 
     `type` is the claim type of the claim object it arrived in (a deployment's custom type,
-    `claim-client-claims-oidc-1.0`, `claim-client-assertion-saml-1.0`); `issuer` is who vouches for it:
-    the pushing client's id for plain pushed claims, the identity provider's entity id or OIDC issuer
-    for verified ones. `subject` is whom a verified claim is about at that issuer (the ID token's
-    `sub`, the assertion's NameID); None for a client's plain word.
+    `claim-client-claims-oidc-1.0`, `claim-client-assertion-saml-1.0`), or
+    `claim-client-redirect-1.0` for a claim this server gathered from the requesting party who
+    signed in here; `issuer` is who vouches for it: the pushing client's id for plain pushed claims,
+    the identity provider's entity id or OIDC issuer for verified ones, this server's issuer for a
+    local user's attributes. `subject` is whom a verified or gathered claim is about at that issuer
+    (the ID token's `sub`, the assertion's NameID, the local user's `sub`); None for a client's
+    plain word.
     """
 
     type: str
@@ -158,7 +161,11 @@ def read_claim_objects(
         value = claim_object["value"]
         if claim_type == REDIRECT_TYPE:
             # The redirect profile's claims are gathered by this server itself, not pushed.
-            continue
+            raise ClaimsError(
+                f"claims[{index}]: claims of type {REDIRECT_TYPE} are not pushed: redirect the"
+                " requesting party to the requesting_party_claims_endpoint instead, with the"
+                " redirect_required entry's value as scope"
+            )
         if claim_type not in push_types:
             raise ClaimsError(
                 f"claims[{index}]: this client may not push claims of type {echo(claim_type)}"

@@ -1,5 +1,6 @@
 """Deciding one authorization request against the owner's rules: grant, ask for more claims
-(need_claims), or deny. The explanation (why, for every rule of the owner) is built only when asked:
+(need_claims: claims the client pushes, or one redirect of the requesting party to this server's
+claims endpoint), or deny. The explanation (why, for every rule of the owner) is built only when asked:
 `Decision.explain()`, or `Decision.as_dict()` which includes it.
 
 Plain Python over plain data: no Flask, no database, no logging. Explanations may quote the rules
@@ -13,21 +14,64 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..claims.model import Claim
+from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE, Claim
 from .rules import Condition, ResourceSetRef, Rule, RuleSet
+
+# Claim types whose claims a third party vouches for (an ID token, a SAML assertion): a need_claims
+# entry of one of these says whose word is wanted.
+VERIFIED_TYPES = frozenset({SAML_TYPE, OIDC_TYPE})
 
 
 @dataclass(frozen=True)
 class NeededClaim:
     """One entry of need_claims: the claim type and name to send, and a hint that never reveals
-    the value a rule wants."""
+    the value a rule wants. `issuers`, for a verified type when the rule demands an issuer: the
+    accepted issuers this client can supply claims of that type from."""
 
     type: str
     name: str
     value: str
+    issuers: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, str]:
-        return {"type": self.type, "name": self.name, "value": self.value}
+    def as_dict(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"type": self.type, "name": self.name, "value": self.value}
+        if self.issuers:
+            entry["issuers"] = list(self.issuers)
+        return entry
+
+
+@dataclass(frozen=True)
+class RedirectNeed:
+    """The nearest rule can grant only with claims the requesting party shares by signing in at
+    this server (the redirect profile): which rule, the claim names to gather, and the issuers whose
+    word the rule accepts for them among those this server can gather from (sorted). The service
+    turns it into the one `redirect_required` entry, with a handle of its own as `value` and
+    `redirect_label` as `name`."""
+
+    rule_id: str
+    claims: tuple[str, ...]
+    issuers: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule_id, "claims": list(self.claims), "issuers": list(self.issuers)}
+
+
+def redirect_label(
+    need: RedirectNeed, server_issuer: str, display_names: Mapping[str, str] | None = None
+) -> str:
+    """A human-readable `name` for the `redirect_required` entry: where to sign in and which claims
+    are shared, e.g. "Sign in at this server to share your 'email'". Names the claims, never a value
+    a rule wants. `display_names` maps a provider's issuer to the name shown for it."""
+    names = display_names or {}
+    places = [
+        "this server" if issuer == server_issuer else names.get(issuer) or issuer
+        for issuer in need.issuers
+    ]
+    if server_issuer in need.issuers:  # this server first
+        places.remove("this server")
+        places.insert(0, "this server")
+    where = f" at {_either(places)}" if places else ""
+    return f"Sign in{where} to share your {_both([repr(name) for name in need.claims])}"
 
 
 @dataclass(frozen=True)
@@ -50,19 +94,25 @@ class Decision:
     need_claims: tuple[NeededClaim, ...]
     summary: str
     _explanation: _Explanation = field(kw_only=True, repr=False, compare=False)
+    # With outcome need_claims: the requesting party must be redirected to share claims by signing
+    # in here; then `need_claims` is empty (a redirect_required entry is never mixed with others).
+    redirect: RedirectNeed | None = field(default=None, kw_only=True)
 
     def explain(self) -> tuple[RuleVerdict, ...]:
         """A verdict for every rule of the owner, in file order; built once, then the same tuple."""
         return self._explanation.verdicts()
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        answer: dict[str, Any] = {
             "decision": self.outcome,
             "rules": list(self.rule_ids),
             "need_claims": [needed.as_dict() for needed in self.need_claims],
-            "explanation": [verdict.as_dict() for verdict in self.explain()],
-            "summary": self.summary,
         }
+        if self.redirect is not None:
+            answer["redirect_required"] = self.redirect.as_dict()
+        answer["explanation"] = [verdict.as_dict() for verdict in self.explain()]
+        answer["summary"] = self.summary
+        return answer
 
 
 class _Explanation:
@@ -103,25 +153,44 @@ class _Check:
     supplied: bool  # a claim of that name from an accepted type and issuer was given
     holds: bool
     given_elsewhere: bool  # claims of that name were given, but none from an accepted source
-    suppliable: bool  # some (type, issuer) this client can supply is accepted
+    pushable: bool  # some (type, issuer) this client can supply is accepted
+    gatherable: bool  # some (type, issuer) this server can gather by redirect is accepted
+    # The accepted claims were shared by the requesting party on signing in here (all of those
+    # that hold, when it holds; some of those given, when it fails).
+    shared: bool = False
 
     @property
     def missing(self) -> bool:
         return not self.supplied
 
+    @property
+    def suppliable(self) -> bool:
+        return self.supplied or self.pushable or self.gatherable
+
     def reason(self) -> str:
         condition = self.condition
         start = f"condition {self.index} on {condition.claim!r}"
         if self.holds:
-            return f"{start} holds: an accepted claim {condition.description}"
+            by = " (shared by the requesting party on signing in here)" if self.shared else ""
+            return f"{start} holds: an accepted claim {condition.description}{by}"
         if self.supplied:
-            return f"{start} failed: no accepted claim {condition.description}"
+            among = (
+                " (the claims the requesting party shared on signing in here included)"
+                if self.shared
+                else ""
+            )
+            return f"{start} failed: no accepted claim {condition.description}{among}"
         if self.given_elsewhere:
             said = f"a claim {condition.claim!r} was given, but not from an accepted source"
         else:
             said = f"no claim {condition.claim!r} was given"
-        can = "can" if self.suppliable else "cannot"
-        return f"{start} failed: {said} ({condition.sources()}); this client {can} supply one"
+        can = "can" if self.pushable else "cannot"
+        if self.gatherable:
+            also = " also" if self.pushable else ""
+            can += f" supply one; the requesting party can{also} share one by signing in here"
+        else:
+            can += " supply one"
+        return f"{start} failed: {said} ({condition.sources()}); this client {can}"
 
 
 @dataclass(frozen=True)
@@ -144,6 +213,11 @@ class _Evaluation:
     def missing(self) -> tuple[_Check, ...]:
         return tuple(check for check in self.checks if check.missing)
 
+    @property
+    def by_pushing_alone(self) -> bool:
+        """The client can push every missing claim: no redirect of the requesting party needed."""
+        return all(check.pushable for check in self.missing)
+
 
 def decide(
     rules: RuleSet,
@@ -153,16 +227,24 @@ def decide(
     scopes: Sequence[str],
     claims: Sequence[Claim],
     can_supply: Collection[tuple[str, str]],
+    can_gather: Collection[tuple[str, str]] = (),
 ) -> Decision:
     """Grant when the owner's rules that cover this resource set and hold on `claims` grant every
-    requested scope (all or nothing); else ask for the claims of the nearest rule this client could
-    still satisfy; else deny."""
+    requested scope (all or nothing); else ask for the claims of the nearest rule that could still
+    hold; else deny.
+
+    A missing claim can come from the client (some (claim type, issuer) of `can_supply` is
+    accepted) or from the requesting party, redirected to sign in here (some pair of `can_gather`:
+    (REDIRECT_TYPE, this server's issuer or a sign-in provider's); empty when no person is behind
+    the request). The nearest rule misses the fewest conditions, a tie going to one the client can
+    satisfy by pushing alone. Of its missing claims, those the client can push are asked for first;
+    only when none is left does the decision ask for a redirect (`Decision.redirect`)."""
     requested = tuple(dict.fromkeys(scopes))
     owned = rules.rules_for(owner)
     evaluations: dict[int, _Evaluation] = {}
     for index, rule in enumerate(owned):
         if rule.resource_sets.covers(resource_set):
-            evaluations[index] = _evaluate(index, rule, claims, can_supply)
+            evaluations[index] = _evaluate(index, rule, claims, can_supply, can_gather)
     # Kept, not yet turned into reasons: the authorization endpoint never asks for them.
     explanation = _Explanation(owned, evaluations, resource_set, requested)
     covering = list(evaluations.values())
@@ -207,18 +289,47 @@ def decide(
         )
     nearest = min(
         candidates,
-        key=lambda e: (not wanted <= e.rule.grants, len(e.missing), e.index),
+        key=lambda e: (
+            not wanted <= e.rule.grants,
+            len(e.missing),
+            not e.by_pushing_alone,
+            e.index,
+        ),
     )
-    needed = _needed_claims(nearest, can_supply)
     would_grant = tuple(scope for scope in uncovered if scope in nearest.rule.grants)
+    could = (
+        f"Rule {nearest.rule.id!r} could grant {_scope_list(would_grant)} on resource set {name!r}"
+    )
+    pushed = tuple(check for check in nearest.missing if check.pushable)
+    gathered = tuple(check for check in nearest.missing if not check.pushable)
+    later = _redirect_need(nearest, gathered, can_gather)
+    if not pushed:
+        assert later is not None  # every missing check is pushable or gatherable
+        count = _count(len(later.claims), "more claim")
+        return Decision(
+            "need_claims",
+            (nearest.rule.id,),
+            (),
+            f"{could} with {count} this client cannot supply:"
+            f" {_both([repr(n) for n in later.claims])}; the requesting party can share"
+            f" {'it' if len(later.claims) == 1 else 'them'} by signing in here (accepted issuers"
+            f" {list(later.issuers)}).",
+            _explanation=explanation,
+            redirect=later,
+        )
+    needed = _needed_claims(pushed, can_supply)
     names = ", ".join(repr(claim.name) for claim in needed)
-    count = "1 more claim" if len(needed) == 1 else f"{len(needed)} more claims"
+    then = ""
+    if later is not None:
+        then = (
+            f"; then the requesting party can share {_both([repr(n) for n in later.claims])}"
+            " by signing in here"
+        )
     return Decision(
         "need_claims",
         (nearest.rule.id,),
         needed,
-        f"Rule {nearest.rule.id!r} could grant {_scope_list(would_grant)} on resource set"
-        f" {name!r} with {count}: {names}.",
+        f"{could} with {_count(len(needed), 'more claim')}: {names}{then}.",
         _explanation=explanation,
     )
 
@@ -234,6 +345,7 @@ def _evaluate(
     rule: Rule,
     claims: Sequence[Claim],
     can_supply: Collection[tuple[str, str]],
+    can_gather: Collection[tuple[str, str]],
 ) -> _Evaluation:
     """Evidence speaks of one person: the conditions of one rule that name an issuer are checked
     against the claims of one subject of that issuer (an ID token's `sub`, an assertion's NameID;
@@ -253,7 +365,7 @@ def _evaluate(
         for claim in claims:
             if chosen.get(claim.issuer, claim.subject) == claim.subject:
                 by_name.setdefault(claim.name, []).append(claim)
-        evaluation = _evaluate_on(index, rule, by_name, can_supply)
+        evaluation = _evaluate_on(index, rule, by_name, can_supply, can_gather)
         if evaluation.holds:
             return evaluation
         if best is None or _nearer(evaluation, best):
@@ -274,20 +386,29 @@ def _evaluate_on(
     rule: Rule,
     by_name: Mapping[str, list[Claim]],
     can_supply: Collection[tuple[str, str]],
+    can_gather: Collection[tuple[str, str]],
 ) -> _Evaluation:
     checks = []
     for position, condition in enumerate(rule.conditions):
         named = by_name.get(condition.claim, ())
         accepted = [claim for claim in named if condition.accepts(claim.type, claim.issuer)]
         supplied = bool(accepted)
+        holding = [claim for claim in accepted if condition.test(claim.value)]
+        shared = (
+            all(claim.type == REDIRECT_TYPE for claim in holding)
+            if holding
+            else any(claim.type == REDIRECT_TYPE for claim in accepted)
+        )
         checks.append(
             _Check(
                 index=position,
                 condition=condition,
                 supplied=supplied,
-                holds=any(condition.test(claim.value) for claim in accepted),
+                holds=bool(holding),
                 given_elsewhere=bool(named) and not supplied,
-                suppliable=supplied or any(condition.accepts(*pair) for pair in can_supply),
+                pushable=any(condition.accepts(*pair) for pair in can_supply),
+                gatherable=any(condition.accepts(*pair) for pair in can_gather),
+                shared=shared,
             )
         )
     return _Evaluation(index, rule, tuple(checks))
@@ -318,20 +439,69 @@ def _verdict(
 
 
 def _needed_claims(
-    nearest: _Evaluation, can_supply: Collection[tuple[str, str]]
+    missing: Iterable[_Check], can_supply: Collection[tuple[str, str]]
 ) -> tuple[NeededClaim, ...]:
-    needed: dict[tuple[str, str], NeededClaim] = {}
-    for check in nearest.missing:
+    """The need_claims entries for missing checks the client can push: one per claim type and
+    name, the type the first (in sorted order) the client can supply that the condition accepts.
+    For a verified type, when a condition demands issuers, `issuers` lists those this client can
+    supply that every condition on the entry accepts (else those the first accepts)."""
+    groups: dict[tuple[str, str], list[Condition]] = {}
+    for check in missing:
         condition = check.condition
         claim_type = min(
             claim_type for claim_type, issuer in can_supply if condition.accepts(claim_type, issuer)
         )
-        # Never the required value: the hint the owner wrote, or a generic one.
-        hint = condition.hint or f"a value for {condition.claim!r}"
-        needed.setdefault(
-            (claim_type, condition.claim), NeededClaim(claim_type, condition.claim, hint)
-        )
-    return tuple(needed.values())
+        groups.setdefault((claim_type, condition.claim), []).append(condition)
+    needed = []
+    for (claim_type, name), conditions in groups.items():
+        issuers: tuple[str, ...] = ()
+        if claim_type in VERIFIED_TYPES and any(c.issuers is not None for c in conditions):
+            offered = sorted(issuer for t, issuer in can_supply if t == claim_type)
+            issuers = tuple(i for i in offered if all(c.accepts(claim_type, i) for c in conditions))
+            if not issuers:
+                issuers = tuple(i for i in offered if conditions[0].accepts(claim_type, i))
+        # Never the required value: the hint the owner wrote, or a generic one naming whose word
+        # is wanted.
+        written = next((c.hint for c in conditions if c.hint), None)
+        vouched = f" vouched for by {_either(issuers)}" if issuers else ""
+        hint = written or f"a value for {name!r}{vouched}"
+        needed.append(NeededClaim(claim_type, name, hint, issuers))
+    return tuple(needed)
+
+
+def _redirect_need(
+    nearest: _Evaluation, gathered: Sequence[_Check], can_gather: Collection[tuple[str, str]]
+) -> RedirectNeed | None:
+    """What the requesting party could share by signing in here for these missing checks (each
+    gatherable), or None when there are none."""
+    if not gathered:
+        return None
+    names = tuple(dict.fromkeys(check.condition.claim for check in gathered))
+    issuers = sorted(
+        {
+            issuer
+            for check in gathered
+            for claim_type, issuer in can_gather
+            if check.condition.accepts(claim_type, issuer)
+        }
+    )
+    return RedirectNeed(nearest.rule.id, names, tuple(issuers))
+
+
+def _count(number: int, what: str) -> str:
+    return f"1 {what}" if number == 1 else f"{number} {what}s"
+
+
+def _either(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def _both(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _scope_list(scopes: Iterable[str]) -> str:

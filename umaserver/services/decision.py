@@ -1,7 +1,8 @@
 """The one home of the authorization decision.
 
 `decide_access` takes what a request is about (owner, resource set, scopes, the client and what it
-can supply, the requesting party, the claims gathered) and returns the policy engine's `Decision`,
+can supply, what this server could gather by redirecting its requesting party, the requesting
+party, the claims gathered) and returns the policy engine's `Decision`,
 whose explanation is built only when asked. The authorization request endpoint, `policy explain`
 and the owner's pages all call it; nothing else assembles a decision.
 """
@@ -9,29 +10,82 @@ and the owner's pages all call it; nothing else assembles a decision.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..claims.model import OIDC_TYPE, SAML_TYPE, Claim, Verifiers, suppliable
+from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE, Claim, Verifiers, suppliable
 from ..policy.decision import Decision, decide
 from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage import Storage
-from ..storage.records import ResourceSet
+from ..storage.records import ResourceSet, User
 
 
 @dataclass(frozen=True)
 class Supplier:
     """The client a decision supposes: its id (the issuer of its plain claims), the claim types it
-    may push, and the (claim type, issuer) pairs it can supply."""
+    may push, the (claim type, issuer) pairs it can supply, and the (REDIRECT_TYPE, issuer) pairs
+    this server could gather by redirecting its requesting party to sign in here (see
+    `gatherable`; empty when no person is behind the request)."""
 
     client_id: str
     push_types: tuple[str, ...]
     can_supply: frozenset[tuple[str, str]]
+    can_gather: frozenset[tuple[str, str]] = frozenset()
 
     @classmethod
-    def of(cls, client_id: str, push_types: Collection[str], verifiers: Verifiers) -> Supplier:
-        return cls(client_id, tuple(push_types), suppliable(client_id, push_types, verifiers))
+    def of(
+        cls,
+        client_id: str,
+        push_types: Collection[str],
+        verifiers: Verifiers,
+        can_gather: frozenset[tuple[str, str]] = frozenset(),
+    ) -> Supplier:
+        return cls(
+            client_id, tuple(push_types), suppliable(client_id, push_types, verifiers), can_gather
+        )
+
+
+def gatherable(
+    server_issuer: str, provider_issuers: Iterable[str], has_person: bool
+) -> frozenset[tuple[str, str]]:
+    """The (claim type, issuer) pairs this server can gather by redirecting a request's requesting
+    party: a local user's attributes (this server's issuer) and the sign-in providers' claims, when
+    a person is behind the request's AAT; nothing for a client acting for itself
+    (client_credentials)."""
+    if not has_person:
+        return frozenset()
+    issuers = {server_issuer, *provider_issuers}
+    return frozenset((REDIRECT_TYPE, issuer) for issuer in issuers)
+
+
+def sign_in_issuers(oidc_issuers: Iterable[Any]) -> tuple[str, ...]:
+    """The issuers of the configured OpenID Connect providers a requesting party can sign in at:
+    those with a `client_id` of ours at the provider, once the configuration has one; until then
+    every configured provider."""
+    configured = tuple(oidc_issuers)
+    if any(hasattr(provider, "client_id") for provider in configured):
+        return tuple(p.issuer for p in configured if getattr(p, "client_id", None))
+    return tuple(provider.issuer for provider in configured)
+
+
+def redirect_claims_of_user(
+    user: User, server_issuer: str, client_id: str, now: int
+) -> tuple[Claim, ...]:
+    """A local user's attributes as claims this server gathered from them by redirect: this
+    server vouches for them, about the user's `sub`."""
+    return tuple(
+        Claim(
+            REDIRECT_TYPE,
+            name,
+            value,
+            issuer=server_issuer,
+            client_id=client_id,
+            gathered_at=now,
+            subject=user.sub,
+        )
+        for name, value in user.claims.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -55,6 +109,7 @@ def decide_access(rules: RuleSet, request: AccessRequest) -> Decision:
         scopes=request.scopes,
         claims=request.claims,
         can_supply=request.client.can_supply,
+        can_gather=request.client.can_gather,
     )
 
 
