@@ -207,9 +207,12 @@ def make_initial_access_token(
     return clients.issue_initial_access_token(store, int(time.time()), push_types, lifetime)
 
 
-def make_person(store: Store, username: str, password_hash: str | None) -> User:
-    """A local user with this password hash (an argon2id one, or an old scrypt one)."""
-    made = accounts.create_user(store, int(time.time()), username, password_hash, {})
+def make_person(
+    store: Store, username: str, password_hash: str | None, claims: dict[str, Any] | None = None
+) -> User:
+    """A local user with this password hash (an argon2id one, or an old scrypt one), and these
+    attributes (`user create --claim`)."""
+    made = accounts.create_user(store, int(time.time()), username, password_hash, claims or {})
     assert made is not None
     return made
 

@@ -144,8 +144,9 @@ def test_unexpected_exception_is_server_error_without_traceback(app: Flask) -> N
 
 def test_the_saml_profile_is_listed_only_with_an_identity_provider(http: FlaskClient) -> None:
     # No [[saml_idps]] here: an assertion could not be verified, so the profile is not offered.
+    # The redirect profile always is: local users sign in here.
     profiles = http.get("/.well-known/uma-configuration").json["claim_profiles_supported"]
-    assert profiles == ["claim-client-claims-oidc-1.0"]
+    assert profiles == ["claim-client-claims-oidc-1.0", "claim-client-redirect-1.0"]
 
 
 # -- what every answer carries, and how much of the input an error quotes ------------------------

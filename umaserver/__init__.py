@@ -28,7 +28,7 @@ from .api import (
 from .claims.verifiers import ConfiguredVerifiers
 from .clock import Clock, SystemClock
 from .config import Config, load_config
-from .pages import account, authorize
+from .pages import account, authorize, rqp_claims
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
 from .services.database import Opener
@@ -113,6 +113,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     pages.init_app(app)
     pages.register(app, authorize.bp)
     pages.register(app, account.bp)
+    pages.register(app, rqp_claims.bp)
     return app
 
 

@@ -9,6 +9,7 @@ from flask import Blueprint, Response
 from ..errors import NotAuthorized, ServerError
 from ..runtime import runtime
 from ..services.authorization import request_authorization
+from ..services.decision import sign_in_providers
 from ..storage.per_request import storage
 from .bearer import AUTHORIZATION_SCOPE, authenticate
 from .json_body import read_json_object
@@ -40,6 +41,8 @@ def authorization_request() -> Response:
         lifetimes=uma.config.lifetimes,
         rpt_key=uma.rpt_key,
         limits=uma.config.limits,
+        server_issuer=uma.config.issuer,
+        sign_in_providers=sign_in_providers(uma.config.oidc_issuers),
     )
     if outcome.kind == "grant":
         # The spec's success answer: 201, Content-Type application/json;charset=UTF-8.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify
 
-from ..claims.model import OIDC_TYPE, SAML_TYPE
+from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE
 from ..runtime import runtime
 from .token import GRANT_TYPES
 
@@ -17,9 +17,10 @@ bp = Blueprint("discovery", __name__)
 
 def claim_profiles() -> list[str]:
     """The claim profiles that can succeed here: OIDC claims always (a client may push them on its
-    own word), SAML assertions only with an identity provider configured to verify them. Custom
-    pushed claims have no profile name of their own."""
-    return [OIDC_TYPE, *([SAML_TYPE] if runtime().config.saml_idps else [])]
+    own word), SAML assertions only with an identity provider configured to verify them, and the
+    redirect profile always (local users sign in here). Custom pushed claims have no profile name
+    of their own."""
+    return [OIDC_TYPE, *([SAML_TYPE] if runtime().config.saml_idps else []), REDIRECT_TYPE]
 
 
 @bp.get("/.well-known/uma-configuration")
@@ -45,6 +46,7 @@ def configuration() -> Response:
         "permission_registration_endpoint": config.url("/permission"),
         "rpt_endpoint": config.url("/rpt"),
         "authorization_request_endpoint": config.url("/rpt_authorization"),
+        "requesting_party_claims_endpoint": config.url("/rqp_claims"),
     }
     response = jsonify(document)
     response.headers["Cache-Control"] = "public, max-age=3600"

@@ -157,3 +157,9 @@ def signin_required(view: F) -> F:
         return view(*args, **kwargs)
 
     return cast(F, wrapped)
+
+
+def queue_cookie(name: str, value: str | None) -> None:
+    """Sets (or, with None, clears) a cookie of the pages (same flags as the session's) on this
+    request's answer."""
+    _queue(name, value)

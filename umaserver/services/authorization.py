@@ -12,7 +12,7 @@ of a well-formed request, grant, need_claims or deny, is returned as one `Outcom
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -29,12 +29,13 @@ from ..claims.model import (
 )
 from ..config import Lifetimes, Limits
 from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable, echo
-from ..policy.decision import NeededClaim
+from ..policy.decision import NeededClaim, redirect_label
 from ..policy.rules import RuleSet
 from ..storage import Storage
 from ..storage.records import AccessToken, AssertionUse, Client, Ticket
-from . import rpts
-from .decision import AccessRequest, Supplier, decide_access, owner_name
+from . import gathering, rpts
+from .decision import AccessRequest, Supplier, decide_access, gatherable, owner_name
+from .ticket_claims import within_ticket_bound
 
 log = logging.getLogger("umaserver.decisions")
 
@@ -73,22 +74,6 @@ def _replay(uses: list[AssertionUse], assertion: Assertion, ticket: str, party: 
     if any(use.requesting_party != party for use in uses):
         return "by another requesting party"
     return None
-
-
-def _within_ticket_bound(held: list[Claim], claims: tuple[Claim, ...], limits: Limits) -> None:
-    """Raises InvalidRequest (rolling the request back) when the claims the ticket holds for this
-    requesting party (`held`) and those this request adds are more than `[limits]
-    claims_per_ticket`."""
-    if not claims:
-        return
-    keys = {(claim.type, claim.issuer, claim.name) for claim in held}
-    added = {(claim.type, claim.issuer, claim.name) for claim in claims} - keys
-    if len(held) + len(added) > limits.claims_per_ticket:
-        raise InvalidRequest(
-            f"claims: this ticket would hold {len(held) + len(added)} claims about this requesting"
-            " party, more than this server accepts ([limits] claims_per_ticket ="
-            f" {limits.claims_per_ticket}); ask the resource server for a new ticket."
-        )
 
 
 def _keep_one_subject_per_issuer(
@@ -143,7 +128,18 @@ def request_authorization(
     lifetimes: Lifetimes,
     rpt_key: bytes,
     limits: Limits = _DEFAULT_LIMITS,
+    server_issuer: str = "",
+    sign_in_providers: Mapping[str, str] | None = None,
 ) -> Outcome:
+    """`server_issuer` and `sign_in_providers` (issuer -> display name) are where this server can
+    gather claims by redirecting a requesting party who is a person (`redirect_required`); without
+    `server_issuer`, never."""
+    display_names = dict(sign_in_providers or {})
+    can_gather = (
+        gatherable(server_issuer, display_names, has_person=aat.user_sub is not None)
+        if server_issuer
+        else frozenset()
+    )
     opened = _open_ticket(storage, unverified_ticket, now)
     # Verification (signatures, key look-ups) happens outside the write lock; nothing is recorded
     # unless every claim object passes.
@@ -187,9 +183,11 @@ def request_authorization(
                     f" of {assertion.issuer} was presented before (replay: {collision})."
                 )
         held = _keep_one_subject_per_issuer(storage, ticket.digest, party, pushed.assertions)
-        _within_ticket_bound(held, pushed.claims, limits)
+        within_ticket_bound(held, pushed.claims, limits)
         storage.record_claims(ticket.digest, party, pushed.claims)
         requests = storage.count_ticket_request(ticket.digest)
+        # A new request on the ticket voids the handles of earlier redirect_required answers.
+        storage.void_claims_handles(ticket.digest)
         owner = owner_name(storage, ticket.owner)
         decision = decide_access(
             rules,
@@ -197,7 +195,9 @@ def request_authorization(
                 owner=owner,
                 resource_set=resource_set,
                 scopes=ticket.scopes,
-                client=Supplier.of(client.client_id, client.push_claim_types, verifiers),
+                client=Supplier.of(
+                    client.client_id, client.push_claim_types, verifiers, can_gather
+                ),
                 requesting_party=party,
                 claims=storage.gathered_claims(ticket.digest, party),
             ),
@@ -222,6 +222,14 @@ def request_authorization(
         elif requests >= MAX_TICKET_REQUESTS:
             storage.finish_ticket(ticket.digest)
             outcome = Outcome("deny", reason=OUT_OF_REQUESTS)
+        elif decision.redirect is not None:
+            handle = gathering.make_handle(
+                storage, ticket=ticket, aat=aat, now=now, lifetime=lifetimes.claims_handle
+            )
+            label = redirect_label(decision.redirect, server_issuer, display_names)
+            outcome = Outcome(
+                "need_claims", need_claims=(NeededClaim("redirect_required", label, handle),)
+            )
         else:
             outcome = Outcome("need_claims", need_claims=decision.need_claims)
 

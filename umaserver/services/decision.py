@@ -59,14 +59,14 @@ def gatherable(
     return frozenset((REDIRECT_TYPE, issuer) for issuer in issuers)
 
 
-def sign_in_issuers(oidc_issuers: Iterable[Any]) -> tuple[str, ...]:
-    """The issuers of the configured OpenID Connect providers a requesting party can sign in at:
-    those with a `client_id` of ours at the provider, once the configuration has one; until then
-    every configured provider."""
-    configured = tuple(oidc_issuers)
-    if any(hasattr(provider, "client_id") for provider in configured):
-        return tuple(p.issuer for p in configured if getattr(p, "client_id", None))
-    return tuple(provider.issuer for provider in configured)
+def sign_in_providers(oidc_issuers: Iterable[Any]) -> dict[str, str]:
+    """The configured OpenID Connect providers a requesting party can sign in at (those with a
+    `client_id` of ours there), by issuer: the name shown for each."""
+    return {
+        provider.issuer: getattr(provider, "display_name", None) or provider.issuer
+        for provider in oidc_issuers
+        if getattr(provider, "client_id", None)
+    }
 
 
 def redirect_claims_of_user(
