@@ -1,0 +1,2 @@
+-- Version 5 is the lead's (claims handles, branch main); this empty stand-in only keeps the
+-- versions in sequence on branch external-rp, and is replaced by the real file at the merge.
