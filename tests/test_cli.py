@@ -25,6 +25,7 @@ from .conftest import (
     stored_user,
     write_config,
 )
+from .oidc_fixtures import jwks_of, make_rsa_key
 
 
 def test_init_is_safe_twice(cli: CLI, config_path: Path) -> None:
@@ -88,7 +89,10 @@ def test_user_list_set_password_and_delete(cli: CLI, store: Store) -> None:
     alice = cli.json("user", "create", "alice")["sub"]
     bob = cli.json("user", "create", "bob", "--password-stdin", input="old one\n")["sub"]
     assert cli.json("user", "list") == {
-        "users": [{"username": "alice", "sub": alice}, {"username": "bob", "sub": bob}]
+        "users": [
+            {"username": "alice", "sub": alice, "links": []},
+            {"username": "bob", "sub": bob, "links": []},
+        ]
     }
     assert cli.json("user", "set-password", "bob", "--password-stdin", input="new one\n") == {
         "username": "bob",
@@ -102,7 +106,7 @@ def test_user_list_set_password_and_delete(cli: CLI, store: Store) -> None:
     assert not secrets_at_rest.check_password("old one", found.password_hash)
     assert cli.json("user", "delete", "bob") == {"deleted": "bob"}
     assert stored_user(store, "bob") is None
-    assert cli.json("user", "list") == {"users": [{"username": "alice", "sub": alice}]}
+    assert cli.json("user", "list") == {"users": [{"username": "alice", "sub": alice, "links": []}]}
 
 
 @pytest.mark.parametrize(
@@ -424,3 +428,101 @@ def test_init_and_serve_refuse_a_database_holding_a_user_named_with_a_colon(
     with pytest.raises(accounts.ClashingUsernames) as caught:
         create_app(config)
     assert caught.value.usernames == ["bob:x", "client:abc"]
+
+
+# -- identities at external OpenID Connect providers, linked to users ----------------------------
+
+OP = "https://op.example"
+
+
+@pytest.fixture
+def linking_cli(tmp_path: Path) -> CLI:
+    (tmp_path / "policies.toml").write_text("", encoding="utf-8")
+    (tmp_path / "jwks.json").write_text(json.dumps(jwks_of([make_rsa_key("k")])))
+    extra = (
+        f'[[oidc_issuers]]\nissuer = "{OP}"\njwks_file = "jwks.json"\n'
+        'client_id = "uma"\nclient_secret = "s"\n'
+    )
+    return CLI(write_config(tmp_path, extra=extra))
+
+
+def test_user_link_and_unlink(linking_cli: CLI) -> None:
+    cli = linking_cli
+    alice = cli.json("user", "create", "alice")["sub"]
+    assert cli.json("user", "link", "alice", "--issuer", OP, "--subject", "a-1") == {
+        "username": "alice",
+        "linked": {"issuer": OP, "subject": "a-1"},
+    }
+    cli.json("user", "link", "alice", "--issuer", OP, "--subject", "a-2")
+    assert cli.json("user", "list") == {
+        "users": [
+            {
+                "username": "alice",
+                "sub": alice,
+                "links": [{"issuer": OP, "subject": "a-1"}, {"issuer": OP, "subject": "a-2"}],
+            }
+        ]
+    }
+    assert cli.json("user", "unlink", "alice", "--issuer", OP, "--subject", "a-1") == {
+        "username": "alice",
+        "unlinked": {"issuer": OP, "subject": "a-1"},
+    }
+    (listed,) = cli.json("user", "list")["users"]
+    assert listed["links"] == [{"issuer": OP, "subject": "a-2"}]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("link", "alice", "--issuer", "https://elsewhere.example", "--subject", "a"),
+            "The issuer 'https://elsewhere.example' is not configured in [[oidc_issuers]]"
+            " (configured: https://op.example)",
+        ),
+        (
+            ("link", "alice", "--issuer", OP + "/", "--subject", "a"),
+            "The issuer 'https://op.example/' is not configured",
+        ),
+        (("link", "nobody", "--issuer", OP, "--subject", "a"), "There is no user 'nobody'."),
+        (
+            ("link", "bob", "--issuer", OP, "--subject", "taken"),
+            "The identity 'taken' at https://op.example is linked to another user ('alice');"
+            " unlink it there first.",
+        ),
+        (
+            ("link", "alice", "--issuer", OP, "--subject", "taken"),
+            "The identity 'taken' at https://op.example is linked to 'alice' already.",
+        ),
+        (
+            ("link", "alice", "--issuer", OP, "--subject", "x" * 256),
+            "The subject must be 1 to 255 printable characters.",
+        ),
+        (
+            ("unlink", "bob", "--issuer", OP, "--subject", "taken"),
+            "The identity 'taken' at https://op.example is not linked to 'bob'.",
+        ),
+        (
+            ("unlink", "alice", "--issuer", OP, "--subject", "never"),
+            "The identity 'never' at https://op.example is not linked to 'alice'.",
+        ),
+        (("unlink", "nobody", "--issuer", OP, "--subject", "taken"), "There is no user 'nobody'."),
+    ],
+)
+def test_user_link_and_unlink_refuse(linking_cli: CLI, args: tuple[str, ...], message: str) -> None:
+    cli = linking_cli
+    cli.json("user", "create", "alice")
+    cli.json("user", "create", "bob")
+    cli.json("user", "link", "alice", "--issuer", OP, "--subject", "taken")
+    result = cli("user", *args)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    # Nothing changed.
+    users = {u["username"]: u["links"] for u in cli.json("user", "list")["users"]}
+    assert users == {"alice": [{"issuer": OP, "subject": "taken"}], "bob": []}
+
+
+def test_user_link_without_any_configured_provider(cli: CLI) -> None:
+    cli.json("user", "create", "alice")
+    result = cli("user", "link", "alice", "--issuer", OP, "--subject", "a")
+    assert result.exit_code == 1
+    assert "(configured: none)" in result.stderr

@@ -384,6 +384,7 @@ def test_the_examples_of_claim_sources_work_once_uncommented(tmp_path: Path) -> 
     assert issuer.jwks_uri == "https://accounts.example.com/.well-known/jwks.json"
     assert issuer.algorithms == ("RS256", "ES256")
     assert dict(issuer.client_audiences) == {"cl-photo-app": "photo-client-at-example"}
+    assert issuer.signs_in and issuer.discovers and issuer.display_name == "Example Accounts"
     assert idp.recipients == ("https://photo-app.example.com/saml/acs",)
     assert config.claims.id_token_max_lifetime == 86400
 
@@ -412,3 +413,143 @@ def test_sign_in_settings_are_read(tmp_path: Path) -> None:
     assert config.server.trusted_proxies == ("127.0.0.1", "10.0.0.0/8", "::1")
     assert (config.sessions.idle_timeout, config.sessions.absolute_timeout) == (60, 600)
     assert (config.signin.max_failures, config.signin.window, config.signin.lockout) == (3, 30, 120)
+
+
+# -- sign-in providers: OpenID Connect providers people sign in at ------------------------------
+
+RP = (
+    '[[oidc_issuers]]\nissuer = "https://op.example"\njwks_file = "jwks.json"\n'
+    'client_id = "uma-at-op"\nclient_secret = "s3cret"\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '[[oidc_issuers]]\nissuer = "https://op.example"\njwks_file = "jwks.json"\n'
+            'client_id = "uma-at-op"\n',
+            ["oidc_issuers[0].client_secret: missing (client_id is given)"],
+        ),
+        (
+            OP + 'jwks_file = "jwks.json"\nclient_secret = "s"\nscopes = ["openid"]\n',
+            [
+                "oidc_issuers[0]: client_secret, scopes only apply to a sign-in provider;"
+                " give its client_id too"
+            ],
+        ),
+        (
+            OP + 'jwks_file = "jwks.json"\ntoken_endpoint = "https://op.example/token"\n',
+            [
+                "oidc_issuers[0]: token_endpoint only apply to a sign-in provider;"
+                " give its client_id too"
+            ],
+        ),
+        (
+            RP + 'client_id = ""\n'.replace("client_id", "display_name"),
+            ["oidc_issuers[0].display_name: must not be empty"],
+        ),
+        (
+            RP + 'scopes = ["email", "profile"]\n',
+            [
+                "oidc_issuers[0]: 'scopes' of OIDC issuer 'https://op.example' must include"
+                ' "openid" (OpenID Connect sign-in)'
+            ],
+        ),
+        (RP + "scopes = []\n", ["oidc_issuers[0].scopes: must not be empty"]),
+        (
+            RP + 'scopes = "openid"\n',
+            ["oidc_issuers[0].scopes: must be an array of non-empty strings"],
+        ),
+        (
+            RP + 'authorization_endpoint = "https://op.example/auth"\n',
+            [
+                "oidc_issuers[0]: OIDC issuer 'https://op.example': give both"
+                " 'authorization_endpoint' and 'token_endpoint' (or neither, to find them by"
+                " discovery)"
+            ],
+        ),
+        (
+            RP + 'userinfo_endpoint = "https://op.example/me"\n',
+            [
+                "oidc_issuers[0]: OIDC issuer 'https://op.example': 'userinfo_endpoint' is given"
+                " with the other endpoints (or found by discovery with them)"
+            ],
+        ),
+        (
+            RP + 'authorization_endpoint = "https://op.example/auth"\n'
+            'token_endpoint = "http://op.example/token"\n',
+            [
+                "oidc_issuers[0]: 'token_endpoint' of OIDC issuer 'https://op.example' must use"
+                " https; plain http is allowed only for loopback hosts (127.0.0.0/8, ::1,"
+                " localhost)"
+            ],
+        ),
+        (
+            RP + 'authorization_endpoint = "op.example/auth"\n'
+            'token_endpoint = "https://op.example/token"\n',
+            [
+                "oidc_issuers[0]: 'authorization_endpoint' of OIDC issuer 'https://op.example'"
+                " must be an absolute http(s) URL"
+            ],
+        ),
+        (
+            RP.replace("https://op.example", "http://op.example"),
+            [
+                "oidc_issuers[0]: 'issuer' of OIDC issuer 'http://op.example' must use https"
+                " (its endpoints are found by discovery); plain http is allowed only for"
+                " loopback hosts (127.0.0.0/8, ::1, localhost)"
+            ],
+        ),
+        (
+            "[claims]\nprovider_timeout = 0\nprovider_max_bytes = -1\n",
+            [
+                "claims.provider_timeout: must be greater than 0",
+                "claims.provider_max_bytes: must be greater than 0",
+            ],
+        ),
+    ],
+)
+def test_sign_in_providers_are_checked_with_everything_else(
+    tmp_path: Path, text: str, expected: list[str]
+) -> None:
+    (tmp_path / "jwks.json").write_text(json.dumps(jwks_of([make_rsa_key("k")])))
+    assert errors_of(tmp_path, GOOD + "colour = 1\n" + text) == [*expected, "colour: unknown key"]
+
+
+def test_a_sign_in_provider_needs_no_audiences_and_has_defaults(tmp_path: Path) -> None:
+    (tmp_path / "jwks.json").write_text(json.dumps(jwks_of([make_rsa_key("k")])))
+    (issuer,) = load_config(write(tmp_path, GOOD + RP)).oidc_issuers
+    assert issuer.signs_in and issuer.discovers
+    assert (issuer.client_id, issuer.client_secret) == ("uma-at-op", "s3cret")
+    assert "s3cret" not in repr(issuer)
+    assert issuer.audiences == ()
+    assert issuer.scopes == ("openid", "email", "profile")
+    assert issuer.display_name == "https://op.example"
+    assert issuer.discovery_url == "https://op.example/.well-known/openid-configuration"
+    assert issuer.authorization_endpoint is None
+
+
+def test_a_sign_in_provider_with_its_endpoints_given(tmp_path: Path) -> None:
+    (tmp_path / "jwks.json").write_text(json.dumps(jwks_of([make_rsa_key("k")])))
+    text = (
+        GOOD
+        + RP.replace("https://op.example", "http://127.0.0.1:9000")
+        + 'display_name = "Example ID"\nscopes = ["openid", "email"]\naudiences = ["app"]\n'
+        'authorization_endpoint = "http://127.0.0.1:9000/auth"\n'
+        'token_endpoint = "http://127.0.0.1:9000/token"\n'
+        'userinfo_endpoint = "http://localhost:9000/me"\n'
+    )
+    (issuer,) = load_config(write(tmp_path, text)).oidc_issuers
+    assert issuer.signs_in and not issuer.discovers
+    assert issuer.display_name == "Example ID"
+    assert issuer.scopes == ("openid", "email")
+    assert issuer.audiences == ("app",)
+    assert issuer.userinfo_endpoint == "http://localhost:9000/me"
+
+
+def test_an_issuer_without_client_id_does_not_sign_in(tmp_path: Path) -> None:
+    (tmp_path / "jwks.json").write_text(json.dumps(jwks_of([make_rsa_key("k")])))
+    (issuer,) = load_config(write(tmp_path, GOOD + OP + 'jwks_file = "jwks.json"\n')).oidc_issuers
+    assert not issuer.signs_in and not issuer.discovers
+    assert issuer.display_name == "https://op.example"

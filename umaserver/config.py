@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .claims.oidc_issuers import DEFAULT_ALGORITHMS, OidcIssuer
+from .claims.oidc_issuers import DEFAULT_ALGORITHMS, DEFAULT_SCOPES, OidcIssuer
+from .claims.oidc_issuers import ENDPOINTS as OIDC_ENDPOINTS
 from .claims.saml import SamlIdp
 from .toml_reader import TableReader, positive, valid_port
 
@@ -79,6 +80,10 @@ class ClaimSettings:
     jwks_max_bytes: int = 64 * 1024
     jwks_refresh: int = 3600
     id_token_max_lifetime: int = 86400
+    # Calls to a sign-in provider (discovery, code exchange, userinfo): seconds, and bytes of an
+    # answer at most.
+    provider_timeout: int = 5
+    provider_max_bytes: int = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -215,15 +220,38 @@ def _saml_idp(reader: TableReader, base: Path) -> SamlIdp | None:
 
 def _oidc_issuer(reader: TableReader, base: Path) -> OidcIssuer | None:
     issuer = reader.take("issuer", str, check=_non_empty)
+    # A sign-in provider (with client_id): the ID tokens it sends us are addressed to client_id.
+    signs_in = "client_id" in reader.table
+    client_id = reader.take("client_id", str, "", _non_empty) or None
+    sign_in_keys = [
+        key
+        for key in ("client_secret", "scopes", "display_name", *OIDC_ENDPOINTS)
+        if key in reader.table
+    ]
+    if not signs_in and sign_in_keys:
+        reader.errors.append(
+            f"{reader.where}: {', '.join(sign_in_keys)} only apply to a sign-in provider;"
+            " give its client_id too"
+        )
+    client_secret = reader.take("client_secret", str, "", _non_empty) or None
+    if signs_in and "client_secret" not in sign_in_keys:
+        reader.errors.append(f"{reader.where}.client_secret: missing (client_id is given)")
+    scopes = reader.strings("scopes") or DEFAULT_SCOPES
+    display_name = reader.take("display_name", str, "", _non_empty)
+    endpoints = {key: reader.take(key, str, "", _non_empty) or None for key in OIDC_ENDPOINTS}
     client_audiences = reader.string_map("client_audiences")
-    audiences = reader.strings("audiences", required=not client_audiences)
+    audiences = reader.strings("audiences", required=not client_audiences and client_id is None)
     jwks_file = reader.take("jwks_file", str, "")
     jwks_uri = reader.take("jwks_uri", str, "")
     if bool(jwks_file) == bool(jwks_uri):
         reader.errors.append(f"{reader.where}: give exactly one of jwks_file and jwks_uri")
     algorithms = reader.strings("algorithms") or DEFAULT_ALGORITHMS
     reader.finish()
-    if not issuer or not (audiences or client_audiences) or bool(jwks_file) == bool(jwks_uri):
+    if not issuer or bool(jwks_file) == bool(jwks_uri):
+        return None
+    if not (audiences or client_audiences or client_id):
+        return None
+    if (client_id is None and sign_in_keys) or (client_id is not None and client_secret is None):
         return None
     try:
         return OidcIssuer(
@@ -233,6 +261,11 @@ def _oidc_issuer(reader: TableReader, base: Path) -> OidcIssuer | None:
             jwks_file=(base / jwks_file).resolve() if jwks_file else None,
             jwks_uri=jwks_uri or None,
             algorithms=algorithms,
+            client_id=client_id,
+            client_secret=client_secret,
+            scopes=scopes,
+            display_name=display_name,
+            **endpoints,
         )
     except ValueError as error:
         reader.errors.append(f"{reader.where}: {error}")
@@ -315,6 +348,12 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         jwks_refresh=section.take("jwks_refresh", int, ClaimSettings.jwks_refresh, positive),
         id_token_max_lifetime=section.take(
             "id_token_max_lifetime", int, ClaimSettings.id_token_max_lifetime, positive
+        ),
+        provider_timeout=section.take(
+            "provider_timeout", int, ClaimSettings.provider_timeout, positive
+        ),
+        provider_max_bytes=section.take(
+            "provider_max_bytes", int, ClaimSettings.provider_max_bytes, positive
         ),
     )
     section.finish()

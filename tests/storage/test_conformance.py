@@ -1119,3 +1119,50 @@ def test_old_signin_failures_are_forgotten_in_batches(store: Storage) -> None:
     assert store.delete_signin_failures_before(T, 2) == 1
     assert store.delete_signin_failures_before(T, 2) == 0
     assert store.signin_failures_since("k0", 0) == [T]
+
+
+# -- identity links -------------------------------------------------------------------------------
+
+OP = "https://op.example"
+
+
+def test_an_identity_is_linked_to_one_user_and_never_relinked(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    assert store.linked_user(OP, "a-1") is None
+    assert store.link_identity(OP, "a-1", alice.sub, T) is True
+    assert store.linked_user(OP, "a-1") == alice.sub
+    # Linked already: to another user, or again to the same one, nothing changes.
+    assert store.link_identity(OP, "a-1", bob.sub, T + 1) is False
+    assert store.link_identity(OP, "a-1", alice.sub, T + 1) is False
+    assert store.linked_user(OP, "a-1") == alice.sub
+    # The same subject at another issuer is another identity.
+    assert store.link_identity("https://other.example", "a-1", bob.sub, T) is True
+    assert store.linked_user("https://other.example", "a-1") == bob.sub
+    assert store.link_identity(OP, "a-2", "no-such-sub", T) is False
+    assert store.linked_user(OP, "a-2") is None
+
+
+def test_the_links_of_a_user_are_sorted_and_unlinking_works_once(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    store.link_identity(OP, "z", alice.sub, T)
+    store.link_identity("https://a.example", "b", alice.sub, T)
+    store.link_identity(OP, "c", alice.sub, T)
+    store.link_identity(OP, "bob", bob.sub, T)
+    assert store.links_of(alice.sub) == [("https://a.example", "b"), (OP, "c"), (OP, "z")]
+    assert store.links_of("no-such-sub") == []
+    assert store.unlink_identity(OP, "c") is True
+    assert store.unlink_identity(OP, "c") is False
+    assert store.linked_user(OP, "c") is None
+    assert store.links_of(alice.sub) == [("https://a.example", "b"), (OP, "z")]
+    # Unlinked, the identity may be linked again, to anyone.
+    assert store.link_identity(OP, "c", bob.sub, T + 5) is True
+
+
+def test_deleting_a_user_takes_their_identity_links(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    store.link_identity(OP, "a", alice.sub, T)
+    store.link_identity(OP, "b", bob.sub, T)
+    assert store.delete_user(alice.sub)
+    assert store.linked_user(OP, "a") is None
+    assert store.links_of(alice.sub) == []
+    assert store.linked_user(OP, "b") == bob.sub

@@ -13,7 +13,7 @@ import click
 from .. import secrets_at_rest
 from ..api.bearer import SCOPE_ALIASES
 from ..claims.model import REDIRECT_TYPE
-from ..services import accounts, clients
+from ..services import accounts, clients, identity_links
 from . import CLOCK, _config, _store, emit, fail, main
 
 # -- clients -----------------------------------------------------------------------------------
@@ -260,8 +260,59 @@ def _password_hash() -> str:
 @user.command("list")
 @click.pass_context
 def user_list(ctx: click.Context) -> None:
-    """List the users: usernames and subs."""
-    emit({"users": [{"username": u.username, "sub": u.sub} for u in _store(ctx).list_users()]})
+    """List the users: usernames, subs and the external identities linked to each."""
+    store = _store(ctx)
+    emit(
+        {
+            "users": [
+                {
+                    "username": u.username,
+                    "sub": u.sub,
+                    "links": [
+                        {"issuer": issuer, "subject": subject}
+                        for issuer, subject in store.links_of(u.sub)
+                    ],
+                }
+                for u in store.list_users()
+            ]
+        }
+    )
+
+
+_ISSUER = click.option(
+    "--issuer", required=True, help="The provider's issuer, as in [[oidc_issuers]]."
+)
+_SUBJECT = click.option("--subject", required=True, help="The person's sub at that provider.")
+
+
+@user.command("link")
+@click.argument("username")
+@_ISSUER
+@_SUBJECT
+@click.pass_context
+def user_link(ctx: click.Context, username: str, issuer: str, subject: str) -> None:
+    """Link an identity at an external OpenID Connect provider to a user: signing in there signs
+    the user in here. An identity is linked to one user at most."""
+    config = _config(ctx)
+    problem = identity_links.link_problem(
+        _store(ctx), config.oidc_issuers, CLOCK.now(), username, issuer, subject
+    )
+    if problem is not None:
+        fail(problem)
+    emit({"username": username, "linked": {"issuer": issuer, "subject": subject}})
+
+
+@user.command("unlink")
+@click.argument("username")
+@_ISSUER
+@_SUBJECT
+@click.pass_context
+def user_unlink(ctx: click.Context, username: str, issuer: str, subject: str) -> None:
+    """Unlink an identity at an external OpenID Connect provider from a user."""
+    problem = identity_links.unlink_problem(_store(ctx), username, issuer, subject)
+    if problem is not None:
+        fail(problem)
+    emit({"username": username, "unlinked": {"issuer": issuer, "subject": subject}})
 
 
 @user.command("set-password")

@@ -115,6 +115,29 @@ class Users(Protocol):
         ...
 
 
+class IdentityLinks(Protocol):
+    """Identities at external OpenID Connect providers (issuer, subject) linked to local users.
+    An identity is linked to one user at most; a user may have several; deleting the user
+    deletes their links."""
+
+    def link_identity(self, issuer: str, subject: str, user_sub: str, linked_at: int) -> bool:
+        """False (and nothing changed) when that identity is linked already, to this user or
+        another (never a silent re-link), or when there is no such user."""
+        ...
+
+    def unlink_identity(self, issuer: str, subject: str) -> bool:
+        """False when that identity is not linked."""
+        ...
+
+    def linked_user(self, issuer: str, subject: str) -> str | None:
+        """The sub of the user that identity is linked to, or None."""
+        ...
+
+    def links_of(self, user_sub: str) -> list[tuple[str, str]]:
+        """The (issuer, subject) of every identity linked to the user, sorted."""
+        ...
+
+
 class Sessions(Protocol):
     """People's sessions on the pages, by the digest of the id in their cookie."""
 
@@ -419,6 +442,7 @@ class Storage(
     Consents,
     Sessions,
     SigninFailures,
+    IdentityLinks,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

@@ -208,3 +208,11 @@ CREATE TABLE IF NOT EXISTS initial_access_tokens (
     created_at       INTEGER NOT NULL,
     expires_at       INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS identity_links (
+    issuer    TEXT NOT NULL,
+    subject   TEXT NOT NULL,
+    user_sub  TEXT NOT NULL REFERENCES users (sub) ON DELETE CASCADE,
+    linked_at INTEGER NOT NULL,
+    PRIMARY KEY (issuer, subject)
+);
+CREATE INDEX IF NOT EXISTS identity_links_by_user ON identity_links (user_sub);
