@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,18 @@ import click
 from .. import strict_json
 from ..claims.model import ClaimsError, read_claim_objects
 from ..claims.verifiers import ConfiguredVerifiers
+from ..policy.decision import redirect_label
 from ..policy.rule_file import PolicyError, load_rules
-from ..services.decision import AccessRequest, Supplier, any_client, decide_access, owner_name
+from ..services.decision import (
+    AccessRequest,
+    Supplier,
+    any_client,
+    decide_access,
+    gatherable,
+    owner_name,
+    redirect_claims_of_user,
+    sign_in_issuers,
+)
 from . import CLOCK, _config, _store, emit, fail, main
 
 # -- policies ----------------------------------------------------------------------------------
@@ -60,6 +71,17 @@ def policy_check(ctx: click.Context, file: str | None) -> None:
         " client that may push every type, with every issuer the rules name vouching)."
     ),
 )
+@click.option(
+    "--requesting-party",
+    "party_name",
+    metavar="USERNAME",
+    help=(
+        "A local user as the requesting party, signed in here: their attributes count as claims"
+        " gathered by redirect (claim-client-redirect-1.0, vouched for by this server), and the"
+        " client is supposed able to redirect them to sign in (here or at a configured provider)."
+        " Without it, no person is supposed behind the request."
+    ),
+)
 @click.pass_context
 def policy_explain(
     ctx: click.Context,
@@ -68,6 +90,7 @@ def policy_explain(
     scopes: tuple[str, ...],
     claims_file: Any,
     client_id: str | None,
+    party_name: str | None,
 ) -> None:
     """Print the decision for a request, the rule that decided it, and why each other rule did not."""
     config = _config(ctx)
@@ -75,6 +98,11 @@ def policy_explain(
     resource_set = store.find_resource_set(rs_id)
     if resource_set is None or owner_name(store, resource_set.owner) != owner:
         fail(f"{owner!r} has no resource set {rs_id!r}.")
+    party = None
+    if party_name is not None:
+        party = store.get_user_by_username(party_name)
+        if party is None:
+            fail(f"There is no user {party_name!r} (--requesting-party names a local user).")
     try:
         objects = strict_json.loads(claims_file.read())
     except ValueError as error:
@@ -99,12 +127,20 @@ def policy_explain(
         supplier = Supplier.of(client_id, found.push_claim_types, verifiers)
     else:
         supplier = any_client(rules, owner, objects, verifiers, store)
+    now = CLOCK.now()
     try:
         pushed = read_claim_objects(
-            objects, supplier.client_id, supplier.push_types, verifiers, CLOCK.now()
+            objects, supplier.client_id, supplier.push_types, verifiers, now
         )
     except ClaimsError as error:
         fail(error.description)
+    claims = list(pushed.claims)
+    if party is not None:
+        # As after the person signed in at the requesting party claims endpoint: their attributes
+        # gathered, and the client one that can send them there.
+        claims.extend(redirect_claims_of_user(party, config.issuer, supplier.client_id, now))
+        can_gather = gatherable(config.issuer, sign_in_issuers(config.oidc_issuers), True)
+        supplier = replace(supplier, can_gather=can_gather)
     decision = decide_access(
         rules,
         AccessRequest(
@@ -112,8 +148,19 @@ def policy_explain(
             resource_set=resource_set,
             scopes=tuple(scopes),
             client=supplier,
-            requesting_party="-",
-            claims=list(pushed.claims),
+            requesting_party=party.sub if party is not None else "-",
+            claims=claims,
         ),
     )
-    emit(decision.as_dict())
+    answer = decision.as_dict()
+    if decision.redirect is not None:
+        # The `name` of the redirect_required entry the server would answer with.
+        names = {
+            provider.issuer: name
+            for provider in config.oidc_issuers
+            if (name := getattr(provider, "display_name", None))
+        }
+        answer["redirect_required"]["label"] = redirect_label(
+            decision.redirect, config.issuer, names
+        )
+    emit(answer)

@@ -70,7 +70,7 @@ def redirect_label(
     if server_issuer in need.issuers:  # this server first
         places.remove("this server")
         places.insert(0, "this server")
-    where = f" at {_either(places)}" if places else ""
+    where = f" {_either([f'at {place}' for place in places])}" if places else ""
     return f"Sign in{where} to share your {_both([repr(name) for name in need.claims])}"
 
 
