@@ -15,8 +15,10 @@
 //       "sub": "alice-sub", "login": "alice", "password": "...",
 //       "claims": {"email": "alice@example.org", "email_verified": true, "name": "Alice", "role": "doctor"}
 //     }],
-//     "scopes": {"employee": ["role"]}      // optional: more scopes (scope -> claim names), merged over
-//   }                                       //   openid [sub], email [email email_verified], profile [...]
+//     "scopes": {"employee": ["role"]},     // optional: more scopes (scope -> claim names), merged over
+//                                           //   openid [sub], email [email email_verified], profile [...]
+//     "admin_token": "..."                  // optional: turns on POST /test-admin/redirect-uris (below)
+//   }
 //
 // What it does:
 // - authorization code flow only, PKCE (S256) required of every client, `nonce` carried into the ID
@@ -30,6 +32,13 @@
 //   button id/name "submit"), POSTed to /interaction/<uid>/login; a wrong login or password shows
 //   the form again with <p id="error">. Consent is granted at once (a GET of the interaction in the
 //   consent prompt redirects back), so a browser only fills in the login form.
+//
+// - a client must authenticate at the token endpoint with the method it was registered with
+//   (oidc-provider itself takes client_secret_basic and client_secret_post for one another);
+// - with "admin_token": POST /test-admin/redirect-uris, `Authorization: Bearer <admin_token>`, a JSON
+//   body {"client_id": "...", "redirect_uri": "..."}, allows one more redirect URI (an exact match) for
+//   that client from then on: for a server under test whose port is known only after the provider's
+//   issuer is (it answers 204; 401 for a wrong token, 404 for an unknown client).
 //
 // Prints `READY http://127.0.0.1:PORT` on stdout once listening; a line on stderr per request; exits
 // with status 0 on SIGTERM or SIGINT. Everything is held in memory and lost at exit.
@@ -88,7 +97,7 @@ function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-async function readForm(req, limit = 64 * 1024) {
+async function readBody(req, limit = 64 * 1024) {
   const chunks = [];
   let size = 0;
   for await (const chunk of req) {
@@ -96,7 +105,7 @@ async function readForm(req, limit = 64 * 1024) {
     if (size > limit) throw Object.assign(new Error('form too large'), { status: 413 });
     chunks.push(chunk);
   }
-  return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function loginPage(uid, clientId, error) {
@@ -196,6 +205,64 @@ const provider = new Provider(issuer, {
   },
 });
 
+// Redirect URIs added at run time (POST /test-admin/redirect-uris), by client_id: exact matches.
+const addedRedirectUris = new Map(clients.map((client) => [client.client_id, new Set()]));
+const redirectUriAllowed = provider.Client.prototype.redirectUriAllowed;
+provider.Client.prototype.redirectUriAllowed = function allowed(value) {
+  return redirectUriAllowed.call(this, value) || !!addedRedirectUris.get(this.clientId)?.has(value);
+};
+
+async function addRedirectUri(ctx) {
+  const token = config.admin_token;
+  if (typeof token !== 'string' || !token || !sameText(ctx.get('authorization'), `Bearer ${token}`)) {
+    ctx.throw(401, 'a wrong admin token');
+  }
+  let body;
+  try {
+    body = JSON.parse(await readBody(ctx.req));
+  } catch {
+    ctx.throw(400, 'the body is not JSON');
+  }
+  const uris = addedRedirectUris.get(body.client_id);
+  if (!uris) ctx.throw(404, 'no such client');
+  if (typeof body.redirect_uri !== 'string' || !URL.canParse(body.redirect_uri)) ctx.throw(400, 'redirect_uri is not a URL');
+  uris.add(body.redirect_uri);
+  ctx.status = 204;
+}
+
+// oidc-provider takes client_secret_basic and client_secret_post for one another; this provider holds
+// a client to the method it was registered with, so that a test sees which one a client used.
+const authMethods = new Map(clients.map((client) => [client.client_id, client.token_endpoint_auth_method]));
+
+async function checkAuthMethod(ctx) {
+  const body = await readBody(ctx.req);
+  ctx.request.body = body; // read once here; oidc-provider parses it from there
+  const form = new URLSearchParams(body);
+  const basic = (ctx.get('authorization').match(/^Basic\s+(\S+)$/i) ?? [])[1];
+  let clientId = form.get('client_id');
+  let used = form.has('client_secret') ? 'client_secret_post' : undefined;
+  if (basic) {
+    const [id] = Buffer.from(basic, 'base64').toString('utf8').split(':');
+    try {
+      clientId = decodeURIComponent(id.replace(/\+/g, ' '));
+    } catch {
+      return true; // not a client of ours: oidc-provider answers
+    }
+    used = 'client_secret_basic';
+  }
+  const registered = authMethods.get(clientId);
+  const secretMethods = ['client_secret_basic', 'client_secret_post'];
+  if (used && secretMethods.includes(registered) && used !== registered) {
+    ctx.status = 401;
+    ctx.body = {
+      error: 'invalid_client',
+      error_description: `client ${clientId} is registered with ${registered}, not ${used}`,
+    };
+    return false;
+  }
+  return true;
+}
+
 // A grant of everything the client asked for: consent without asking.
 async function grantConsent(details) {
   const { prompt: { details: missing }, params, session } = details;
@@ -222,7 +289,11 @@ provider.use(async (ctx, next) => {
   try {
     const show = ctx.path.match(/^\/interaction\/([\w-]+)$/);
     const login = ctx.path.match(/^\/interaction\/([\w-]+)\/login$/);
-    if (show && ctx.method === 'GET') {
+    if (ctx.path === new URL(provider.urlFor('token')).pathname && ctx.method === 'POST') {
+      if (await checkAuthMethod(ctx)) await next();
+    } else if (ctx.path === '/test-admin/redirect-uris' && ctx.method === 'POST') {
+      await addRedirectUri(ctx);
+    } else if (show && ctx.method === 'GET') {
       ctx.set('Cache-Control', 'no-store');
       const details = await provider.interactionDetails(ctx.req, ctx.res);
       if (details.prompt.name === 'login') {
@@ -237,7 +308,7 @@ provider.use(async (ctx, next) => {
       ctx.set('Cache-Control', 'no-store');
       const details = await provider.interactionDetails(ctx.req, ctx.res);
       if (details.prompt.name !== 'login') ctx.throw(400, 'this interaction is not a login');
-      const form = await readForm(ctx.req);
+      const form = new URLSearchParams(await readBody(ctx.req));
       const account = accounts.find((candidate) => sameText(candidate.login, form.get('login') ?? ''));
       if (!account || !sameText(account.password, form.get('password') ?? '')) {
         ctx.status = 401;
@@ -250,7 +321,7 @@ provider.use(async (ctx, next) => {
       await next();
     }
   } catch (err) {
-    if (!ctx.path.startsWith('/interaction/')) throw err;
+    if (!ctx.path.startsWith('/interaction/') && !ctx.path.startsWith('/test-admin/')) throw err;
     process.stderr.write(`interaction error: ${err.stack ?? err}\n`);
     ctx.status = err.status ?? err.statusCode ?? 500;
     ctx.type = 'text';
