@@ -57,7 +57,8 @@ def authorization_url(
     }
     if challenge is not None:
         params |= {"code_challenge": challenge, "code_challenge_method": "S256"}
-    return discovered(provider)["authorization_endpoint"] + "?" + urlencode(params)
+    endpoint: str = discovered(provider)["authorization_endpoint"]
+    return endpoint + "?" + urlencode(params)
 
 
 def unverified_payload(token: str) -> dict[str, Any]:
