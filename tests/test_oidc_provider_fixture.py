@@ -8,15 +8,22 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import threading
 from collections.abc import Callable
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 import requests
 from joserfc import jwt
 from joserfc.jwk import KeySet
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.wait import WebDriverWait
 
+from tests.browser import chromium_driver, click_and_wait
 from tests.oidc_provider_fixture import (  # noqa: F401 (the fixtures oidc_provider, start_oidc_provider)
     DEFAULT_REDIRECT_URI,
     OidcProvider,
@@ -279,3 +286,54 @@ def test_a_client_authenticates_as_registered(
     answer = redeem(poster, code, verifier, method="client_secret_post")
     assert answer.status_code == 200, answer.text
     assert unverified_payload(answer.json()["id_token"])["sub"] == poster.account("bob").sub
+
+
+class _Callback(BaseHTTPRequestHandler):
+    """The redirect URI a browser is sent back to: keeps the query, answers a short page."""
+
+    paths: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.paths.append(self.path)
+        body = b"<!doctype html><title>back</title><p id='back'>back at the client</p>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_headless_chromium_signs_in_with_the_login_form(
+    oidc_provider: OidcProvider, tmp_path: Path
+) -> None:
+    """A real browser on plain http: the cookies of the provider hold between the authorization
+    request, the login form and the way back (nothing to click but the form's button)."""
+    with ThreadingHTTPServer(("127.0.0.1", 0), _Callback) as callback:
+        threading.Thread(target=callback.serve_forever, daemon=True).start()
+        redirect_uri = f"http://127.0.0.1:{callback.server_address[1]}/rqp_claims/callback"
+        oidc_provider.add_redirect_uri(redirect_uri)
+        _, challenge = pkce_pair()
+        browser = chromium_driver(tmp_path / "profile")
+        try:
+            browser.get(
+                authorization_url(
+                    oidc_provider, redirect_uri, state="st", nonce="nn", challenge=challenge
+                )
+            )
+            browser.find_element(By.ID, "login").send_keys("bob")
+            browser.find_element(By.ID, "password").send_keys(oidc_provider.account("bob").password)
+            click_and_wait(browser, browser.find_element(By.ID, "submit"))
+            WebDriverWait(browser, 20).until(
+                expected_conditions.presence_of_element_located((By.ID, "back"))
+            )
+            assert browser.current_url.startswith(redirect_uri + "?")
+        finally:
+            browser.quit()
+            callback.shutdown()
+    [back] = [path for path in _Callback.paths if path.startswith("/rqp_claims/callback?")]
+    params = redirected_params(back)
+    assert params["state"] == "st"
+    assert params["code"]

@@ -169,8 +169,10 @@ const provider = new Provider(issuer, {
     userinfo: { enabled: true },
     claimsParameter: { enabled: true },
   },
-  // Plain http: the long-lived cookies default to SameSite=None, which a browser only keeps when
-  // Secure (https); Lax works on http and is all a top-level redirect flow needs.
+  // Plain http: the long-lived cookies (the session) default to SameSite=None, which Chromium drops
+  // without Secure (https); only the copy oidc-provider sets beside it, "<name>.legacy" without
+  // SameSite, would then carry the session. Lax works on http, one cookie each, and is all a
+  // top-level redirect flow needs. (Cookies are never Secure here: the connection is not.)
   cookies: {
     keys: [randomBytes(32).toString('hex')],
     long: { httpOnly: true, sameSite: 'lax', signed: true },
