@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CONFIG := local.toml
 
-.PHONY: run test lint typecheck unit fuzz bench clean system-deps
+.PHONY: run test lint typecheck unit fuzz bench clean system-deps npm-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +52,21 @@ system-deps:
 	    echo "installing$$missing failed: install the Debian packages$$missing (apt-get install$$missing) to run the SAML interoperability and browser tests" >&2; exit 1; }; \
 	fi
 
-unit: $(VENV)/.installed system-deps
+# oidc-provider under Node.js runs as a real OpenID provider for the tests (tests/oidc_provider);
+# `npm ci` again only when its lockfile changed (npm's own node_modules/.package-lock.json is the
+# stamp). Without Node.js 20 and npm, `make test` stops saying so (it never skips those tests).
+OIDC_PROVIDER := tests/oidc_provider
+$(OIDC_PROVIDER)/node_modules/.package-lock.json: $(OIDC_PROVIDER)/package.json $(OIDC_PROVIDER)/package-lock.json
+	@command -v npm >/dev/null && command -v node >/dev/null || { \
+	  echo "install Node.js 20 and npm (node and npm on PATH) to run the OpenID provider tests ($(OIDC_PROVIDER))" >&2; exit 1; }
+	@node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' || { \
+	  echo "node $$(node --version) is too old: install Node.js 20 to run the OpenID provider tests ($(OIDC_PROVIDER))" >&2; exit 1; }
+	npm ci --prefix $(OIDC_PROVIDER) --no-audit --no-fund
+	touch $@
+
+npm-deps: $(OIDC_PROVIDER)/node_modules/.package-lock.json
+
+unit: $(VENV)/.installed system-deps npm-deps
 	$(BIN)/pytest
 
 test: lint typecheck unit
@@ -68,4 +82,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(OIDC_PROVIDER)/node_modules
