@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 
 from umaserver.claims.model import REDIRECT_TYPE, Claim, ClaimsError, read_claim_objects
+from umaserver.claims.oidc_issuers import OidcIssuer
 from umaserver.policy.decision import Decision, NeededClaim, RedirectNeed, decide, redirect_label
 from umaserver.policy.rule_file import parse_rules
 from umaserver.services.decision import (
     gatherable,
     redirect_claims_of_user,
-    sign_in_issuers,
+    sign_in_providers,
 )
 from umaserver.storage.records import User
 
@@ -521,22 +522,31 @@ def test_a_local_users_attributes_as_redirect_claims() -> None:
     assert redirect_claims_of_user(replace(user, claims={}), AS, CLIENT, 1) == ()
 
 
-class _Provider:
-    def __init__(self, issuer: str, client_id: str | None = None, with_field: bool = True) -> None:
-        self.issuer = issuer
-        if with_field:
-            self.client_id = client_id
+def _provider(issuer: str, client_id: str | None = None, name: str = "") -> OidcIssuer:
+    if client_id is None:
+        return OidcIssuer(issuer=issuer, audiences=("aud",), jwks_uri="https://keys.test/jwks")
+    return OidcIssuer(
+        issuer=issuer,
+        audiences=(),
+        jwks_uri="https://keys.test/jwks",
+        client_id=client_id,
+        client_secret="s3cret",
+        display_name=name,
+        authorization_endpoint="https://op.test/authorize",
+        token_endpoint="https://op.test/token",
+    )
 
 
 @pytest.mark.parametrize(
-    ("providers", "issuers"),
+    ("providers", "expected"),
     [
-        ([], ()),
-        # The configuration knows no sign-in client ids yet: every provider.
-        ([_Provider(OP, with_field=False), _Provider(IDP, with_field=False)], (OP, IDP)),
-        # It does: only the providers this server signs people in at.
-        ([_Provider(OP, "our-id"), _Provider(IDP)], (OP,)),
+        ([], {}),
+        # Providers whose ID tokens are only believed when pushed: nobody signs in there.
+        ([_provider(OP), _provider(IDP)], {}),
+        # Those with a client_id of ours, by the name shown (the issuer by default).
+        ([_provider(OP, "our-id", "Example Accounts"), _provider(IDP)], {OP: "Example Accounts"}),
+        ([_provider(OP, "our-id")], {OP: OP}),
     ],
 )
-def test_sign_in_issuers(providers: list[_Provider], issuers: tuple[str, ...]) -> None:
-    assert sign_in_issuers(providers) == issuers
+def test_sign_in_providers(providers: list[OidcIssuer], expected: dict[str, str]) -> None:
+    assert sign_in_providers(providers) == expected

@@ -21,7 +21,7 @@ from ..services.decision import (
     gatherable,
     owner_name,
     redirect_claims_of_user,
-    sign_in_issuers,
+    sign_in_providers,
 )
 from . import CLOCK, _config, _store, emit, fail, main
 
@@ -139,7 +139,7 @@ def policy_explain(
         # As after the person signed in at the requesting party claims endpoint: their attributes
         # gathered, and the client one that can send them there.
         claims.extend(redirect_claims_of_user(party, config.issuer, supplier.client_id, now))
-        can_gather = gatherable(config.issuer, sign_in_issuers(config.oidc_issuers), True)
+        can_gather = gatherable(config.issuer, sign_in_providers(config.oidc_issuers), True)
         supplier = replace(supplier, can_gather=can_gather)
     decision = decide_access(
         rules,
@@ -155,11 +155,7 @@ def policy_explain(
     answer = decision.as_dict()
     if decision.redirect is not None:
         # The `name` of the redirect_required entry the server would answer with.
-        names = {
-            provider.issuer: name
-            for provider in config.oidc_issuers
-            if (name := getattr(provider, "display_name", None))
-        }
+        names = sign_in_providers(config.oidc_issuers)
         answer["redirect_required"]["label"] = redirect_label(
             decision.redirect, config.issuer, names
         )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE, Claim, Verifiers, suppliable
+from ..claims.oidc_issuers import OidcIssuer
 from ..policy.decision import Decision, decide
 from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage import Storage
@@ -59,13 +60,11 @@ def gatherable(
     return frozenset((REDIRECT_TYPE, issuer) for issuer in issuers)
 
 
-def sign_in_providers(oidc_issuers: Iterable[Any]) -> dict[str, str]:
+def sign_in_providers(oidc_issuers: Iterable[OidcIssuer]) -> dict[str, str]:
     """The configured OpenID Connect providers a requesting party can sign in at (those with a
     `client_id` of ours there), by issuer: the name shown for each."""
     return {
-        provider.issuer: getattr(provider, "display_name", None) or provider.issuer
-        for provider in oidc_issuers
-        if getattr(provider, "client_id", None)
+        provider.issuer: provider.display_name for provider in oidc_issuers if provider.signs_in
     }
 
 
