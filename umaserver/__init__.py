@@ -28,7 +28,7 @@ from .api import (
 from .claims.verifiers import ConfiguredVerifiers
 from .clock import Clock, SystemClock
 from .config import Config, load_config
-from .pages import account, authorize
+from .pages import account, authorize, external_signin
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
 from .services.database import Opener
@@ -113,6 +113,9 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     pages.init_app(app)
     pages.register(app, authorize.bp)
     pages.register(app, account.bp)
+    # Signing in at external OpenID Connect providers (this server their relying party).
+    external_signin.init_app(app, config)
+    pages.register(app, external_signin.bp)
     return app
 
 
