@@ -28,7 +28,7 @@ from .api import (
 from .claims.verifiers import ConfiguredVerifiers
 from .clock import Clock, SystemClock
 from .config import Config, load_config
-from .pages import account, authorize, rqp_claims
+from .pages import account, authorize, external_signin, rqp_claims
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
 from .services.database import Opener
@@ -113,7 +113,11 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     pages.init_app(app)
     pages.register(app, authorize.bp)
     pages.register(app, account.bp)
+    # The requesting party claims endpoint, and signing in at external OpenID Connect providers
+    # for it (this server their relying party).
     pages.register(app, rqp_claims.bp)
+    external_signin.init_app(app, config)
+    pages.register(app, external_signin.bp)
     return app
 
 

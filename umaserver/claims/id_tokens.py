@@ -111,11 +111,14 @@ def verify_id_token(
     skew: int = 120,
     client_id: str | None = None,
     max_lifetime: int = DEFAULT_MAX_LIFETIME,
+    audiences: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Verify an ID token (OpenID Connect Core 1.0, 3.1.3.7) and return its claims.
 
     `client_id` is the client pushing it: when the issuer's `client_audiences` names it, the token
     must be addressed to that client's id at the provider. `max_lifetime` caps `exp - iat`.
+    `audiences`, when given, are the only ones accepted instead: a sign-in provider's tokens sent
+    to us at sign-in are addressed to our own client id there.
 
     Raises ClaimsError naming the check that failed, or ClaimsUnavailable when the issuer's keys
     we hold may be out of date (a fetch is pending): the client may send the token again later.
@@ -163,7 +166,13 @@ def verify_id_token(
 
     claims = _verify_signature(unverified_token, alg, kid, key_set, issuer, key_sets)
     _validate_claims(
-        claims, issuer, now=now, skew=skew, client_id=client_id, max_lifetime=max_lifetime
+        claims,
+        issuer,
+        now=now,
+        skew=skew,
+        client_id=client_id,
+        max_lifetime=max_lifetime,
+        audiences=audiences,
     )
     return claims
 
@@ -214,11 +223,14 @@ def _validate_claims(
     skew: int,
     client_id: str | None = None,
     max_lifetime: int = DEFAULT_MAX_LIFETIME,
+    audiences: Sequence[str] | None = None,
 ) -> None:
     # A client listed in `client_audiences` has one audience of its own at the provider: a token
     # issued to another client of ours (or to anyone else) is not its to push.
     own = issuer.client_audiences.get(client_id) if client_id is not None else None
     accepted = [own] if own is not None else list(issuer.audiences)
+    if audiences is not None:
+        accepted = list(audiences)
     if not accepted:  # an empty list would mean "any audience" to the registry
         raise _refuse(
             f"issuer {issuer.issuer!r} accepts tokens only for the clients of its"

@@ -13,10 +13,9 @@ import logging
 import math
 import threading
 import time
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import requests
 import urllib3
@@ -24,6 +23,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import JWKRegistry, Key, KeySet
 
 from umaserver import strict_json
+from umaserver.http_bodies import BodyError, read_body
 
 if TYPE_CHECKING:
     # Only a type here: oidc_issuers imports this module to read an issuer's jwks_file.
@@ -196,7 +196,6 @@ class KeySets:
 
 
 def _fetch(uri: str, timeout: float, max_bytes: int) -> bytes:
-    deadline = time.monotonic() + timeout
     headers = {
         "Accept": "application/jwk-set+json, application/json",
         # Nothing to inflate; a server that compresses anyway is inflated here, within the cap.
@@ -207,41 +206,11 @@ def _fetch(uri: str, timeout: float, max_bytes: int) -> bytes:
     ) as response:
         if response.status_code != 200:
             raise JwksError(f"the server answered HTTP {response.status_code}")
-        length = response.headers.get("Content-Length", "")
-        if length.isdigit() and int(length) > max_bytes:
-            raise JwksError(f"the body is larger than {max_bytes} bytes")
-        inflate = _inflater(response.headers.get("Content-Encoding", ""))
-        body = bytearray()
-        while True:
-            # `timeout` bounds each socket read only: a server dripping its body would hold the
-            # one thread that serves every issuer. read1() returns what one read brought, so the
-            # deadline is checked after each. Raw bytes: a decoder inside read1 would read on
-            # until it had output, which compressed nothing never gives.
-            if time.monotonic() > deadline:
-                raise JwksError(f"the body took longer than {timeout} s")
-            chunk = response.raw.read1(8192, decode_content=False)
-            if not chunk:
-                if inflate is not None and not inflate.eof:
-                    raise JwksError("the compressed body ends early")
-                return bytes(body)
-            if inflate is not None:
-                # At most one byte past the cap is inflated, so a small body cannot inflate huge.
-                chunk = inflate.decompress(chunk, max_bytes + 1 - len(body))
-            body += chunk
-            if len(body) > max_bytes:
-                raise JwksError(f"the body is larger than {max_bytes} bytes")
-
-
-def _inflater(content_encoding: str) -> Any:
-    """A zlib decompressor for the body's Content-Encoding, or None for an unencoded body."""
-    encoding = content_encoding.strip().lower()
-    if encoding in ("", "identity"):
-        return None
-    if encoding in ("gzip", "x-gzip"):
-        return zlib.decompressobj(16 + zlib.MAX_WBITS)
-    if encoding == "deflate":
-        return zlib.decompressobj()
-    raise JwksError(f"the body is encoded as {encoding!r}, which this server does not read")
+        # A slow body would hold the one thread that serves every issuer.
+        try:
+            return read_body(response, timeout, max_bytes)
+        except BodyError as error:
+            raise JwksError(str(error)) from error
 
 
 def load_jwks_file(path: Path, issuer: str) -> KeySet:

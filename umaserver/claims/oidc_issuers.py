@@ -118,7 +118,7 @@ class OidcIssuer:
             object.__setattr__(self, "file_keys", load_jwks_file(Path(self.jwks_file), self.issuer))
         if self.jwks_uri is not None:
             # Over plain http anyone on the path could swap the keys and sign tokens of their own.
-            _check_url(self.jwks_uri, "jwks_uri", name)
+            check_url(self.jwks_uri, "jwks_uri", name)
         self._check_sign_in(name)
 
     @property
@@ -177,13 +177,13 @@ class OidcIssuer:
                 " (or found by discovery with them)"
             )
         for key in given:
-            _check_url(getattr(self, key), key, name)
+            check_url(getattr(self, key), key, name)
         if not given:
             # The discovery document is fetched from the issuer's own URL.
-            _check_url(self.issuer, "issuer", name, " (its endpoints are found by discovery)")
+            check_url(self.issuer, "issuer", name, " (its endpoints are found by discovery)")
 
 
-def _check_url(url: object, key: str, name: str, why: str = "") -> None:
+def check_url(url: object, key: str, name: str, why: str = "") -> None:
     """An absolute https URL; plain http only on loopback (where no one else is on the path)."""
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is None or parts.scheme not in ("https", "http") or not parts.hostname:

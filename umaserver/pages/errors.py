@@ -13,12 +13,14 @@ TITLES = {
     413: "Too large",
     429: "Too many requests",
     500: "Something went wrong",
+    502: "Another server answered wrongly",
     503: "Not available right now",
 }
 MESSAGES = {
     404: "There is no such page on this server.",
     405: "This page cannot be used that way.",
     500: "The server could not answer this request. Try again later.",
+    502: "A server this one asked on your behalf gave an answer it cannot use. Try again later.",
     503: "The server cannot answer right now. Try again in a few minutes.",
 }
 

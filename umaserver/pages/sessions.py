@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 from urllib.parse import quote, urlsplit
 
-from flask import Response, g, redirect, request
+from flask import Response, g, redirect, request, session
 from werkzeug.wrappers import Response as BaseResponse
 
 from ..runtime import runtime
@@ -28,6 +28,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 SESSION = "umaserver_session"
 PRESESSION = "umaserver_presession"
 MAX_NEXT_LENGTH = 2048
+# In Flask's signed session cookie: the identity of the latest sign-in at an external provider
+# (`external_signin`). A sign-in here or a sign-out forgets it, so that it never speaks for
+# someone other than who is signed in.
+EXTERNAL_IDENTITY = "external_identity"
 _UNSET = object()
 
 
@@ -99,15 +103,16 @@ def sign_in(user: User) -> Session:
     old = request.cookies.get(cookie_name(SESSION))
     if old:
         session_service.end_session(storage(), old)
-    session_id, session = session_service.start_session(
+    session_id, started = session_service.start_session(
         storage(), user.sub, runtime().clock.now(), runtime().config.sessions
     )
     _queue(cookie_name(SESSION), session_id)
     if request.cookies.get(cookie_name(PRESESSION)):
         _queue(cookie_name(PRESESSION), None)
-    g.pages_session = session
+    g.pages_session = started
     g.pages_presession = None
-    return session
+    forget_external_identity()
+    return started
 
 
 def sign_out() -> None:
@@ -117,6 +122,12 @@ def sign_out() -> None:
         session_service.end_session(storage(), unverified_id)
     _queue(cookie_name(SESSION), None)
     g.pages_session = None
+    forget_external_identity()
+
+
+def forget_external_identity() -> None:
+    """Forgets the identity of the latest sign-in at an external provider in this browser."""
+    session.pop(EXTERNAL_IDENTITY, None)
 
 
 def safe_next(unverified: str | None) -> str | None:
