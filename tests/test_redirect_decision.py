@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from umaserver.claims.model import REDIRECT_TYPE, Claim, ClaimsError, read_claim_objects
+from umaserver.claims.model import (
+    REDIRECT_TYPE,
+    Claim,
+    ClaimsError,
+    read_claim_objects,
+    suppliable,
+)
 from umaserver.policy.decision import Decision, NeededClaim, RedirectNeed, decide, redirect_label
 from umaserver.policy.rule_file import parse_rules
 from umaserver.services.decision import (
@@ -540,3 +546,13 @@ class _Provider:
 )
 def test_sign_in_issuers(providers: list[_Provider], issuers: tuple[str, ...]) -> None:
     assert sign_in_issuers(providers) == issuers
+
+
+class _Issuers:
+    def issuers(self, claim_type: str) -> tuple[str, ...]:
+        return (IDP,)
+
+
+def test_no_client_supplies_redirect_claims() -> None:
+    pairs = suppliable(CLIENT, (EMPLOYEE, REDIRECT, OIDC), _Issuers())  # type: ignore[arg-type]
+    assert pairs == frozenset({(EMPLOYEE, CLIENT), (OIDC, CLIENT), (OIDC, IDP)})

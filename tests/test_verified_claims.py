@@ -163,12 +163,13 @@ def test_the_clients_own_word_does_not_satisfy_a_rule_naming_the_idp(flow: Flow)
     plain = {"type": CUSTOM, "value": {"eduPersonAffiliation": ["staff"]}}
     response = flow.ask(flow.ticket("view"), [plain])
     assert response.status == 403
-    # The nearest rule still asks, for the kind of claim that can satisfy it.
+    # The nearest rule still asks, for the kind of claim that can satisfy it, and whose word.
     assert response.json["need_claims"] == [
         {
             "type": SAML,
             "name": "eduPersonAffiliation",
             "value": "Your affiliation, from your institution",
+            "issuers": [IDP],
         }
     ]
 
