@@ -254,3 +254,137 @@ def test_explain_without_a_client_supposes_only_what_a_client_could_supply(
     rules += f'claim = "role"\ncontains = "doctor"\n{condition}\n'
     (config_path.parent / "policies.toml").write_text(rules, encoding="utf-8")
     assert json.loads(explain(cli, tmp_path, photos, []).stdout)["decision"] == decision
+
+
+# -- policy explain --requesting-party (issue 11): claims gathered by redirect ------------------
+
+REDIRECT = "claim-client-redirect-1.0"
+SERVER = "http://uma.test"  # the issuer of the tests' config: this server vouches for its users
+COLLEAGUES_SIGNED_IN = f"""
+[[rules]]
+id = "colleagues"
+owner = "alice"
+scopes = ["view"]
+[[rules.conditions]]
+claim = "email"
+suffix = "@example.com"
+types = ["{REDIRECT}"]
+issuers = ["{SERVER}"]
+"""
+DOCTOR_COLLEAGUES = (
+    COLLEAGUES_SIGNED_IN
+    + f"""[[rules.conditions]]
+claim = "role"
+contains = "doctor"
+types = ["{EMPLOYEE}"]
+"""
+)
+
+
+def signed_in_rules(config_path: Path, text: str = COLLEAGUES_SIGNED_IN) -> None:
+    (config_path.parent / "policies.toml").write_text(text, encoding="utf-8")
+
+
+def person(cli: CLI, username: str, *claims: str) -> None:
+    arguments = [argument for claim in claims for argument in ("--claim", claim)]
+    result = cli("user", "create", username, *arguments)
+    assert result.exit_code == 0, result.stderr
+
+
+def test_explain_a_requesting_party_whose_attributes_hold(
+    cli: CLI, config_path: Path, tmp_path: Path, photos: str
+) -> None:
+    signed_in_rules(config_path)
+    person(cli, "bob", "email=bob@example.com")
+    answer = json.loads(explain(cli, tmp_path, photos, [], "--requesting-party", "bob").stdout)
+    assert answer["decision"] == "grant"
+    assert answer["explanation"][0]["reasons"] == [
+        "condition 0 on 'email' holds: an accepted claim ends with '@example.com' (shared by the"
+        " requesting party on signing in here)",
+        "grants 'view'",
+    ]
+    # Without a person behind the request, nobody can share it: no client can supply it.
+    answer = json.loads(explain(cli, tmp_path, photos, []).stdout)
+    assert answer["decision"] == "deny"
+    assert answer["explanation"][0]["reasons"][0].endswith("; this client cannot supply one")
+
+
+def test_explain_without_a_client_never_supposes_one_pushing_redirect_claims(
+    cli: CLI, config_path: Path, tmp_path: Path, photos: str
+) -> None:
+    # A condition of the redirect type naming no issuer: still not a claim any client pushes.
+    signed_in_rules(config_path, COLLEAGUES_SIGNED_IN.replace(f'issuers = ["{SERVER}"]\n', ""))
+    answer = json.loads(explain(cli, tmp_path, photos, []).stdout)
+    assert (answer["decision"], answer["need_claims"]) == ("deny", [])
+
+
+def test_explain_a_requesting_party_whose_attributes_fail(
+    cli: CLI, config_path: Path, tmp_path: Path, photos: str
+) -> None:
+    signed_in_rules(config_path)
+    person(cli, "eve", "email=eve@secret-elsewhere.org")
+    result = explain(cli, tmp_path, photos, [], "--requesting-party", "eve")
+    answer = json.loads(result.stdout)
+    assert answer["decision"] == "deny"
+    assert answer["explanation"][0]["reasons"] == [
+        "condition 0 on 'email' failed: no accepted claim ends with '@example.com' (the claims the"
+        " requesting party shared on signing in here included)"
+    ]
+    assert "secret-elsewhere" not in result.stdout
+
+
+def test_explain_a_requesting_party_without_the_attribute_needs_a_redirect(
+    cli: CLI, config_path: Path, tmp_path: Path, photos: str
+) -> None:
+    signed_in_rules(config_path)
+    person(cli, "carol", 'role=["doctor"]')
+    answer = json.loads(explain(cli, tmp_path, photos, [], "--requesting-party", "carol").stdout)
+    assert answer["decision"] == "need_claims"
+    assert answer["need_claims"] == []
+    assert answer["redirect_required"] == {
+        "rule": "colleagues",
+        "claims": ["email"],
+        "issuers": [SERVER],
+        "label": "Sign in at this server to share your 'email'",
+    }
+    assert answer["explanation"][0]["reasons"] == [
+        "condition 0 on 'email' failed: no claim 'email' was given (accepted types"
+        f" ['{REDIRECT}'], accepted issuers ['{SERVER}']); this client cannot supply one; the"
+        " requesting party can share one by signing in here"
+    ]
+    assert "signing in here" in answer["summary"]
+
+
+def test_explain_a_requesting_party_with_pushed_claims_too(
+    cli: CLI, store: Store, config_path: Path, tmp_path: Path, photos: str
+) -> None:
+    signed_in_rules(config_path, DOCTOR_COLLEAGUES)
+    person(cli, "bob", "email=bob@example.com")
+    client_id, _ = make_client(store, "bob's app", (EMPLOYEE,))
+    as_bob = ("--client", client_id, "--requesting-party", "bob")
+    answer = json.loads(explain(cli, tmp_path, photos, [], *as_bob).stdout)
+    assert answer["decision"] == "need_claims"
+    assert answer["need_claims"] == [
+        {"type": EMPLOYEE, "name": "role", "value": "a value for 'role'"}
+    ]
+    doctor = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
+    assert json.loads(explain(cli, tmp_path, photos, doctor, *as_bob).stdout)["decision"] == (
+        "grant"
+    )
+
+
+def test_explain_an_unknown_requesting_party(cli: CLI, tmp_path: Path, photos: str) -> None:
+    result = explain(cli, tmp_path, photos, [], "--requesting-party", "nobody")
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (
+        "There is no user 'nobody' (--requesting-party names a local user)."
+    )
+    assert result.stdout == ""
+
+
+def test_explain_refuses_a_pushed_redirect_claim_object(
+    cli: CLI, tmp_path: Path, photos: str
+) -> None:
+    result = explain(cli, tmp_path, photos, [{"type": REDIRECT, "value": {"scope": "x"}}])
+    assert result.exit_code == 1
+    assert "redirect the requesting party" in result.stderr

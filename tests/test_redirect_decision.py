@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from umaserver.claims.model import REDIRECT_TYPE, Claim, ClaimsError, read_claim_objects
+from umaserver.claims.model import (
+    REDIRECT_TYPE,
+    Claim,
+    ClaimsError,
+    read_claim_objects,
+    suppliable,
+)
 from umaserver.claims.oidc_issuers import OidcIssuer
 from umaserver.policy.decision import Decision, NeededClaim, RedirectNeed, decide, redirect_label
 from umaserver.policy.rule_file import parse_rules
@@ -550,3 +556,13 @@ def _provider(issuer: str, client_id: str | None = None, name: str = "") -> Oidc
 )
 def test_sign_in_providers(providers: list[OidcIssuer], expected: dict[str, str]) -> None:
     assert sign_in_providers(providers) == expected
+
+
+class _Issuers:
+    def issuers(self, claim_type: str) -> tuple[str, ...]:
+        return (IDP,)
+
+
+def test_no_client_supplies_redirect_claims() -> None:
+    pairs = suppliable(CLIENT, (EMPLOYEE, REDIRECT, OIDC), _Issuers())  # type: ignore[arg-type]
+    assert pairs == frozenset({(EMPLOYEE, CLIENT), (OIDC, CLIENT), (OIDC, IDP)})

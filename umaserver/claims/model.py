@@ -211,9 +211,12 @@ def suppliable(
     client_id: str, push_types: Collection[str], verifiers: Verifiers
 ) -> frozenset[tuple[str, str]]:
     """The (claim type, issuer) pairs this client can supply: its own word for plain types and
-    plain OIDC claims, and the configured third parties for verified ones."""
+    plain OIDC claims, and the configured third parties for verified ones. Never the redirect
+    profile's type: this server gathers those claims itself."""
     pairs: set[tuple[str, str]] = set()
     for claim_type in push_types:
+        if claim_type == REDIRECT_TYPE:
+            continue
         if claim_type != SAML_TYPE:
             pairs.add((claim_type, client_id))
         if claim_type in (SAML_TYPE, OIDC_TYPE):

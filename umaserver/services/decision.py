@@ -132,18 +132,18 @@ def any_client(
     name as issuer would for plain types, and from the configured identity providers for
     verified ones."""
     conditions = [c for rule in rules.rules_for(owner) for c in rule.conditions]
-    types = tuple(
-        dict.fromkeys(
-            [
-                OIDC_TYPE,
-                *(o["type"] for o in claim_objects),
-                *(t for c in conditions for t in c.types or ()),
-            ]
-        )
-    )
+    named = [
+        OIDC_TYPE,
+        *(o["type"] for o in claim_objects),
+        *(t for c in conditions for t in c.types or ()),
+    ]
+    # Claims of the redirect profile are gathered by this server, never pushed.
+    types = tuple(dict.fromkeys(t for t in named if t != REDIRECT_TYPE))
     pairs = set(suppliable(ANY_CLIENT_ID, types, verifiers))
     for condition in conditions:
-        plain = [t for t in condition.types or types if t not in (SAML_TYPE, OIDC_TYPE)]
+        plain = [
+            t for t in condition.types or types if t not in (SAML_TYPE, OIDC_TYPE, REDIRECT_TYPE)
+        ]
         clients = [i for i in condition.issuers or () if storage.get_client(i) is not None]
         pairs.update(itertools.product(plain, clients if condition.issuers else (ANY_CLIENT_ID,)))
     return Supplier(ANY_CLIENT_ID, types, frozenset(pairs))
