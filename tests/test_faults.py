@@ -74,20 +74,20 @@ def remount(disk: Path, mode: str) -> None:
 def full(disk: Path) -> Iterator[None]:
     """Fills `disk` to the last byte, and frees it again."""
     filler = disk / "filler"
-    with filler.open("wb") as out:
+    # Unbuffered: a write the disk cannot take leaves nothing behind for close() to flush (which
+    # would raise ENOSPC again, whenever the free space is not a multiple of the chunk).
+    with filler.open("wb", buffering=0) as out:
         chunk = b"\0" * 65536
         while True:
             try:
                 out.write(chunk)
-                out.flush()
             except OSError as error:
                 assert error.errno == errno.ENOSPC
                 break
     # Top up what is left of the last 64 KiB, in small chunks.
-    with contextlib.suppress(OSError), filler.open("ab") as out:
+    with contextlib.suppress(OSError), filler.open("ab", buffering=0) as out:
         for _ in range(64):
             out.write(b"\0" * 1024)
-            out.flush()
     try:
         yield
     finally:
