@@ -172,6 +172,16 @@ def make_party(
     return Party(client_id, secret, username, token)
 
 
+def make_client_party(store: Store, client_id: str, scope: str) -> Party:
+    """A token of `scope` for `client_id` acting for itself, as client_credentials issues one (no
+    person behind it)."""
+    token = accounts.new_access_token()
+    accounts.store_access_token(
+        store, int(time.time()), token, client_id, None, scope, PARTY_TOKEN_LIFETIME
+    )
+    return Party(client_id, "", "", token)
+
+
 def make_web_client(
     store: Store, name: str, redirect_uris: list[str], public: bool = False
 ) -> tuple[str, str]:

@@ -26,6 +26,7 @@ from .storage.builders import (
     assertion_use,
     claim,
     make_client,
+    make_handle,
     make_rpt,
     make_set,
     make_ticket,
@@ -98,6 +99,18 @@ def test_what_expired_more_than_a_day_ago_is_forgotten(
     assert (handle.get_access_token(aat.digest) is None) is forgotten
     assert (handle.get_access_token(pat.digest) is None) is forgotten
     assert prune(handle, T) == Pruned()  # nothing left to do
+
+
+def test_expired_claims_handles_are_forgotten_before_their_ticket(handle: Storage) -> None:
+    # A handle keeps its ticket alive (the ticket lives at least as long), so a handle outliving
+    # its ticket's own expiry is pruned on its own, and the ticket with it or later.
+    ticket = make_ticket(handle, expires_at=T + HOUR)
+    expired = make_handle(handle, ticket, expires_at=T - DAY - 1)
+    live = make_handle(handle, make_ticket(handle), expires_at=T - DAY)  # the boundary stays
+    assert prune(handle, T) == Pruned(claims_handles=1)
+    assert handle.get_claims_handle(expired.digest) is None
+    assert handle.get_claims_handle(live.digest) == live
+    assert handle.get_ticket(ticket.digest) is not None
 
 
 def test_an_access_token_stays_while_an_rpt_under_it_is_kept(handle: Storage) -> None:

@@ -18,6 +18,7 @@ from .conftest import (
     FakeClock,
     Store,
     gathered_claims,
+    make_client_party,
     make_party,
     make_person,
     make_web_client,
@@ -150,8 +151,7 @@ def test_redirect_required_then_sign_in_share_and_the_next_request_is_granted(
         answer = world.choose(link, "share")
     assert back(answer) == {"access": "granted", "state": STATE}
     assert "gathering access=granted" in caplog.text
-    csp = world.http.get(link).headers  # used now: an error page
-    assert csp is not None
+    assert world.http.get(link).status_code == 400  # used now: an error page
 
     [claim] = gathered_claims(world.store, ticket, "bob")
     assert (claim.type, claim.name, claim.value) == (REDIRECT, "role", "nurse")
@@ -207,17 +207,8 @@ def test_fixation_another_person_following_the_link_grants_nothing(world: World)
 
 
 def test_an_aat_without_a_person_is_never_offered_a_redirect(world: World, store: Store) -> None:
-    robot = make_party(store, "robot", "uma_authorization")  # as client_credentials makes one
-    robot_aat = Party(robot.client_id, "", "client", robot.token)
-    # make_party stores a user; an AAT of client_credentials has none: issue one like /token does.
-    from umaserver.services import accounts
-
-    token = accounts.new_access_token()
-    accounts.store_access_token(
-        store, world.clock.now(), token, robot.client_id, None, "uma_authorization", 3600
-    )
-    robot_aat.token = token
-    reply = world.flow.ask(world.flow.ticket("view"), party=robot_aat)
+    robot = make_client_party(store, world.client_id, "uma_authorization")
+    reply = world.flow.ask(world.flow.ticket("view"), party=robot)
     assert reply.status == 403 and reply.json["error"] == "not_authorized_permission"
 
 
@@ -385,3 +376,18 @@ def test_a_form_without_one_decision_is_refused(world: World, decision: str | No
     if decision is not None:
         form["decision"] = decision.split(",")
     assert world.http.post(link, data=form).status_code == 400
+
+
+def test_storage_failing_at_the_choice_goes_back_with_server_error(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from umaserver.services import gathering
+    from umaserver.storage.errors import StorageUnavailable
+
+    def unavailable(*args: Any, **kwargs: Any) -> Any:
+        raise StorageUnavailable("disk I/O error")
+
+    link = world.link(world.redirect_entry(world.flow.ticket("view"))["value"])
+    sign_in(world.http, "bob", PASSWORD)
+    monkeypatch.setattr(gathering, "share", unavailable)
+    assert back(world.choose(link, "share")) == {"error": "server_error", "state": STATE}

@@ -102,10 +102,11 @@ def _origin(uri: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _linked_identity(user: User | None) -> tuple[gathering.Identity | None, bool]:
-    """The external identity of this browser's last external sign-in as a gathering source when
-    it is linked to `user`; and whether an identity is present but linked to nobody."""
-    identity = external_signin.current_identity()
+def _linked_identity(
+    user: User | None, identity: external_signin.ExternalIdentity | None
+) -> tuple[gathering.Identity | None, bool]:
+    """`identity` (of this browser's last external sign-in) as a gathering source when it is
+    linked to `user`; and whether it is present but linked to nobody."""
     if identity is None:
         return None, False
     linked = storage().linked_user(identity.issuer, identity.subject)
@@ -121,7 +122,7 @@ def rqp_claims_page() -> BaseResponse:
     visit = _visit()
     user = sessions.current_user()
     identity = external_signin.current_identity()
-    _, unlinked = _linked_identity(user)
+    _, unlinked = _linked_identity(user, identity)
     here = request.full_path
     return render(
         "pages/rqp_claims.html",
@@ -152,7 +153,7 @@ def rqp_claims_choice() -> BaseResponse:
     if decision not in (["share"], ["cancel"]):
         abort(400, description="Choose Share or Cancel.")
     user = sessions.current_user()
-    identity, unlinked = _linked_identity(user)
+    identity, unlinked = _linked_identity(user, external_signin.current_identity())
     config, now = runtime().config, runtime().clock.now()
     try:
         if decision == ["cancel"] or (user is None and unlinked):
