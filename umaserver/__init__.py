@@ -28,7 +28,7 @@ from .api import (
 from .claims.verifiers import ConfiguredVerifiers
 from .clock import Clock, SystemClock
 from .config import Config, load_config
-from .pages import account, authorize, external_signin, rqp_claims
+from .pages import account, authorize, external_signin, rqp_claims, untrusted
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
 from .services.database import Opener
@@ -111,6 +111,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         app.register_blueprint(blueprint)
     # The pages for people (home, sign-in): HTML, their own headers and error pages.
     pages.init_app(app)
+    untrusted.init_app(app)
     pages.register(app, authorize.bp)
     pages.register(app, account.bp)
     # The requesting party claims endpoint, and signing in at external OpenID Connect providers
