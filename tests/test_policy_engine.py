@@ -912,6 +912,7 @@ def test_store_keeps_the_old_rules_when_the_file_breaks(
     store = watched(PolicyStore(rule_file.path, clock=clock))
     before = store.rules
     rule_file.write(rule("second") + 'colour = "red"\n')
+
     def about_this_file() -> list[logging.LogRecord]:
         # Only this store's lines: the watchers of apps from earlier tests may still be running
         # until they are collected, and log about their own files.
