@@ -332,7 +332,10 @@ def start_server(
     rules_text: str = "",
     as_user: str | None = None,
 ) -> LiveServer:
-    """`as_user`: run the server as that user (setpriv), so that file modes hold even for root."""
+    """`as_user`: run the server as that user (setpriv), so that file modes hold even for root.
+    It keeps one capability, reading and searching any file (`dac_read_search`), so that it can
+    run the code of a checkout only root may read (a `mktemp -d` clone is 0700); writing is still
+    held to the file modes."""
     (folder / "policies.toml").write_text(rules_text, encoding="utf-8")
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -348,6 +351,8 @@ def start_server(
             f"--reuid={as_user}",
             f"--regid={pwd.getpwnam(as_user).pw_gid}",
             "--init-groups",
+            "--inh-caps=+dac_read_search",
+            "--ambient-caps=+dac_read_search",
         ]
     process = subprocess.Popen(
         [
