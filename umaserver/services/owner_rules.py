@@ -21,7 +21,8 @@ The form (`rule_from_form`), without JavaScript; field names:
 
 How `conditions-N-value` is read, by operator: `equals`, `contains` and `one_of` take the text as
 JSON when it parses as JSON (`42`, `true`, `["a", "b"]`, `"42"` for the string), else as a string
-(`doctor`), so `one_of` needs a JSON array; `prefix`, `suffix` and `regex` take the text as it is;
+(`doctor`), so `one_of` needs a JSON array; text that starts like an array or object (`[`, `{`)
+must be JSON; `prefix`, `suffix` and `regex` take the text as it is;
 `exists` ignores it. Names (scopes, claims, types, issuers, the set type) and the hint and
 description are stripped of surrounding spaces; values are not.
 
@@ -134,11 +135,12 @@ def rule_from_form(
         entry: dict[str, Any] = {"claim": claim}
         operator = one(field + "operator")
         if operator in OPERATORS:
-            operand = _operand(operator, one(field + "value", strip=False))
-            if operand is _TOO_DEEP:
-                errors.setdefault(field + "value", "values are nested too deeply")
-            else:
-                entry[operator] = operand
+            text = one(field + "value", strip=False)
+            try:
+                entry[operator] = _operand(operator, text)
+            except ValueError as error:
+                errors.setdefault(field + "value", str(error))
+                entry[operator] = text  # so that the reader does not miss the operator too
         elif operator:
             # What the file's reader says of a key that is no operator, without letting the
             # name stand for one of the condition's other keys.
@@ -202,7 +204,6 @@ def form_from_rule(rule: Rule, resource_set_id: str) -> dict[str, list[str]]:
 
 
 _ROW_FIELD = re.compile(r"conditions-(\d{1,4})-[a-z]+")
-_TOO_DEEP = object()
 
 
 def _condition_rows(form: Mapping[str, Sequence[str]]) -> list[int]:
@@ -210,21 +211,23 @@ def _condition_rows(form: Mapping[str, Sequence[str]]) -> list[int]:
 
 
 def _operand(operator: str, text: str) -> Any:
+    """The value of a condition from its text; ValueError for text that starts like a JSON array
+    or object but is not JSON."""
     if operator == "exists":
         return True
     if operator in ("prefix", "suffix", "regex"):
         return text
     try:
         return strict_json.loads(text)
-    except RecursionError:
-        return _TOO_DEEP
-    except ValueError:
+    except ValueError as error:
+        if text.lstrip().startswith(("[", "{")):
+            raise ValueError(f"not JSON: {error}") from None
         return text
 
 
 def _value_text(operator: str, operand: Any) -> str:
     """The text `_operand` reads back as `operand`: a string as it is, unless it would read as
-    other JSON (`42`, `"x"`), then quoted."""
+    other JSON (`42`, `"x"`) or starts like an array or object, then quoted."""
     if operator == "exists":
         return ""
     if isinstance(operand, str):
@@ -232,8 +235,9 @@ def _value_text(operator: str, operand: Any) -> str:
             return operand
         try:
             strict_json.loads(operand)
-        except (ValueError, RecursionError):
-            return operand
+        except ValueError:
+            if not operand.lstrip().startswith(("[", "{")):
+                return operand
     return json.dumps(operand, ensure_ascii=False)
 
 
