@@ -415,3 +415,21 @@ def live_server(tmp_path: Path, rules_text: str) -> Iterator[LiveServer]:
     server = start_server(tmp_path, rules_text=rules_text)
     yield server
     stop_server(server)
+
+
+# -- Owners' rules: direct uses of the store -----------------------------------------------------
+
+
+def store_owner_rule_as_is(
+    store: Store, username: str, rule_id: str, table: dict[str, Any]
+) -> bool:
+    """Stores a rule of `username` unchecked: as one stored before the rule reader changed."""
+    user = store.get_user_by_username(username)
+    assert user is not None
+    return store.add_owner_rule(rule_id, user.sub, table, int(time.time()))
+
+
+def owner_rules_version(store: Store, username: str) -> int:
+    user = store.get_user_by_username(username)
+    assert user is not None
+    return store.owner_rules_version(user.sub)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
-from .conftest import CLI, Party, Store, make_client
+from umaserver.services.owner_rules import add_owner_rule, rule_from_form
+
+from .conftest import CLI, Party, Store, make_client, store_owner_rule_as_is
 from .flows import DOCTORS_AND_BOBS_PHOTOS, DOCTORS_AND_FAMILY, EMPLOYEE
 
 BROKEN = """
@@ -35,6 +38,10 @@ def test_check_a_valid_file_lists_its_rules(cli: CLI, tmp_path: Path) -> None:
         "file": str(path),
         "valid": True,
         "rules": ["doctors", "family"],
+        # With a config, the owners' rules in its database (none made yet) are checked too.
+        "database": str(tmp_path / "uma.db"),
+        "owner_rules": [],
+        "owner_rules_enabled": True,
     }
 
 
@@ -388,3 +395,63 @@ def test_explain_refuses_a_pushed_redirect_claim_object(
     result = explain(cli, tmp_path, photos, [{"type": REDIRECT, "value": {"scope": "x"}}])
     assert result.exit_code == 1
     assert "redirect the requesting party" in result.stderr
+
+
+# -- owners' rules in the database ---------------------------------------------------------------
+
+
+def test_check_and_explain_include_the_owners_rules(
+    cli: CLI, store: Store, tmp_path: Path, photos: str
+) -> None:
+    friends = rule_from_form(
+        "alice",
+        photos,
+        {
+            "scopes": ["view"],
+            "conditions-0-claim": ["friend"],
+            "conditions-0-operator": ["equals"],
+            "conditions-0-value": ["true"],
+        },
+    )
+    add_owner_rule(store, "alice", friends, int(time.time()))
+    checked = cli.json("policy", "check")
+    assert checked["rules"] == ["doctors", "bobs-photos"]
+    assert checked["owner_rules"] == [{"owner": "alice", "id": friends.id}]
+
+    result = explain(cli, tmp_path, photos, [{"type": EMPLOYEE, "value": {"friend": True}}])
+    assert result.exit_code == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert (answer["decision"], answer["rules"]) == ("grant", [friends.id])
+    # The file's rules of the owner first, then the owner's own.
+    assert [verdict["rule"] for verdict in answer["explanation"]] == ["doctors", friends.id]
+    assert answer["explanation"][1]["reasons"] == [
+        "condition 0 on 'friend' holds: an accepted claim equals true",
+        "grants 'view'",
+    ]
+
+
+def test_check_names_a_broken_stored_rule_by_owner_and_id(
+    cli: CLI, store: Store, config_path: Path, photos: str
+) -> None:
+    assert store_owner_rule_as_is(store, "alice", "o-old", {"scopes": ["view"], "colour": 1})
+    result = cli("policy", "check")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines == [
+        f"{config_path.parent / 'uma.db'}: owners' rules:",
+        "owner 'alice': o-old: unknown key 'colour'",
+    ]
+
+
+def test_turned_off_explain_leaves_the_owners_rules_out(
+    cli: CLI, store: Store, tmp_path: Path, config_path: Path, photos: str
+) -> None:
+    add_owner_rule(store, "alice", rule_from_form("alice", photos, {"scopes": ["view"]}), 0)
+    assert explain(cli, tmp_path, photos, []).stdout.count('"decision": "grant"') == 1
+    text = config_path.read_text(encoding="utf-8").replace('policies = "policies.toml"\n', "")
+    config_path.write_text(text + '[policies]\nfile = "policies.toml"\nowner_rules = false\n')
+    answer = json.loads(explain(cli, tmp_path, photos, []).stdout)
+    assert answer["decision"] == "need_claims"
+    assert [verdict["rule"] for verdict in answer["explanation"]] == ["doctors"]
+    assert cli.json("policy", "check")["owner_rules_enabled"] is False

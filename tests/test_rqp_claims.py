@@ -13,6 +13,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from umaserver import secrets_at_rest
+from umaserver.services.owner_rules import add_owner_rule, rule_from_form
 
 from .conftest import (
     FakeClock,
@@ -391,3 +392,29 @@ def test_storage_failing_at_the_choice_goes_back_with_server_error(
     sign_in(world.http, "bob", PASSWORD)
     monkeypatch.setattr(gathering, "share", unavailable)
     assert back(world.choose(link, "share")) == {"error": "server_error", "state": STATE}
+
+
+def test_an_owners_rule_gathers_what_it_names_by_redirect(world: World) -> None:
+    """Only alice's own rule names `secret` (gathered by redirect) and grants print: /rqp_claims
+    gathers it and decides with her rules."""
+    ticket = world.flow.ticket("print")
+    refused = world.flow.ask(ticket, party=world.people["bob"])
+    assert refused.json["error"] == "not_authorized_permission"  # no rule it can satisfy
+    rule = rule_from_form(
+        "alice",
+        world.flow.rs_id,
+        {
+            "scopes": ["print"],
+            "conditions-0-claim": ["secret"],
+            "conditions-0-operator": ["equals"],
+            "conditions-0-value": ["x"],
+            "conditions-0-types": [REDIRECT],
+        },
+    )
+    add_owner_rule(world.store, "alice", rule, world.clock.now())
+    ticket = world.flow.ticket("print")
+    link = world.link(world.redirect_entry(ticket)["value"])
+    sign_in(world.http, "bob", PASSWORD)
+    assert back(world.choose(link, "share")) == {"access": "granted", "state": STATE}
+    assert "secret" in [claim.name for claim in gathered_claims(world.store, ticket, "bob")]
+    assert world.flow.ask(ticket, party=world.people["bob"]).status == 201
