@@ -32,11 +32,13 @@ from .decision import (
 
 
 class ExplainRefused(Exception):
-    """The request to explain cannot be made: `description` says why, for people."""
+    """The request to explain cannot be made: `description` says why, for people; `field` names
+    what was wrong: "claims" or "client"."""
 
-    def __init__(self, description: str) -> None:
+    def __init__(self, description: str, field: str = "claims") -> None:
         super().__init__(description)
         self.description = description
+        self.field = field
 
 
 def claim_objects(text: str, what: str = "The claims") -> list[dict[str, Any]]:
@@ -80,7 +82,7 @@ def explain_access(
     if client_id is not None:
         found = storage.get_client(client_id)
         if found is None:
-            raise ExplainRefused(f"There is no client {client_id!r}.")
+            raise ExplainRefused(f"There is no client {client_id!r}.", "client")
         supplier = Supplier.of(client_id, found.push_claim_types, verifiers)
     else:
         supplier = any_client(rules, owner, pushed_objects, verifiers, storage)
