@@ -240,6 +240,24 @@ def test_the_example_is_complete_but_has_no_secret(tmp_path: Path) -> None:
     assert config.limits == Limits()  # the example says the defaults
     assert config.maintenance.prune_interval == 300
     assert config.registration.open is False
+    assert config.policies == tmp_path / "policies.example.toml"
+    assert config.owner_rules is True
+
+
+def test_the_rule_file_alone_or_a_policies_table(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, GOOD)).owner_rules is True
+    table = GOOD.replace('policies = "rules.toml"\n', "")
+    config = load_config(
+        write(tmp_path, table + '[policies]\nfile = "r.toml"\nowner_rules = false\n')
+    )
+    assert (config.policies, config.owner_rules) == (tmp_path / "r.toml", False)
+    config = load_config(write(tmp_path, table + '[policies]\nfile = "r.toml"\n'))
+    assert (config.policies, config.owner_rules) == (tmp_path / "r.toml", True)
+    assert errors_of(tmp_path, table + "[policies]\nowner_rules = 1\nowner = true\n") == [
+        "policies.file: missing",
+        "policies.owner_rules: must be true or false, not an integer",
+        "policies.owner: unknown key",
+    ]
 
 
 def test_registration_may_be_opened(tmp_path: Path) -> None:

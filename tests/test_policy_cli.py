@@ -35,6 +35,10 @@ def test_check_a_valid_file_lists_its_rules(cli: CLI, tmp_path: Path) -> None:
         "file": str(path),
         "valid": True,
         "rules": ["doctors", "family"],
+        # With a config, the owners' rules in its database (none made yet) are checked too.
+        "database": str(tmp_path / "uma.db"),
+        "owner_rules": [],
+        "owner_rules_enabled": True,
     }
 
 

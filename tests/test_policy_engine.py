@@ -17,7 +17,14 @@ import pytest
 
 from umaserver.claims.model import Claim
 from umaserver.policy.decision import Decision, decide
-from umaserver.policy.rule_file import OPERATORS, PolicyError, load_rules, parse_rules
+from umaserver.policy.rule_file import (
+    OPERATORS,
+    PolicyError,
+    load_rules,
+    parse_rule_table,
+    parse_rules,
+    rule_table,
+)
 from umaserver.policy.rules import ResourceSetRef, Rule, RuleSet
 from umaserver.policy.store import PolicyStore
 
@@ -665,76 +672,127 @@ CONDITION = BASE + "[[rules.conditions]]\n"
 SETS = BASE + "[rules.resource_sets]\n"
 
 
-@pytest.mark.parametrize(
-    ("text", "error"),
-    [
-        ("rules = [", "end of document: invalid TOML: Invalid value"),
-        ('[[rules]]\nid = "r"\nid = "s"\n', "line 3, column 9: invalid TOML: Cannot overwrite a value"),
-        ("[[rules]]\nid = r\n", "line 2, column 6: invalid TOML: Invalid value"),
-        ("a = " + "[" * 5000 + "]" * 5000, "invalid TOML: values are nested too deeply"),
-        ("policy = 1", "top level: unknown key 'policy'"),
-        ('[rules]\nid = "r"', "rules: must be an array of tables ([[rules]])"),
-        ("rules = [1]", "rules[0]: must be a table"),
-        ('[[rules]]\nowner = "alice"\nscopes = ["view"]', "rules[0]: missing 'id'"),
-        ('[[rules]]\nid = "r"\nscopes = ["view"]', "rules[0]: missing 'owner'"),
-        ('[[rules]]\nid = "r"\nowner = "alice"', "rules[0]: missing 'scopes'"),
-        (BASE.replace('"r"', '""'), "rules[0].id: must be a non-empty string"),
-        (BASE.replace('"r"', "5"), "rules[0].id: must be a non-empty string"),
-        (BASE.replace('"alice"', '["alice"]'), "rules[0].owner: must be a non-empty string"),
-        (BASE.replace('["view"]', "[]"), "rules[0].scopes: must be a non-empty array of non-empty strings"),
-        (BASE.replace('["view"]', '["view", ""]'), "rules[0].scopes: must be a non-empty array of non-empty strings"),
-        (BASE.replace('["view"]', '"view"'), "rules[0].scopes: must be a non-empty array of non-empty strings"),
-        (BASE + "description = 1", "rules[0].description: must be a string"),
-        (BASE + 'colour = "red"', "rules[0]: unknown key 'colour'"),
-        (rule("x") + rule("y") + rule("x"), "rules[2].id: duplicate id 'x'"),
-        (BASE + 'resource_sets = "all"', "rules[0].resource_sets: must be a table"),
-        (SETS + 'kinds = ["photo"]', "rules[0].resource_sets: unknown key 'kinds'"),
-        (SETS + 'all = "yes"', "rules[0].resource_sets.all: must be true or false"),
-        (SETS + 'all = true\nids = ["a"]', "rules[0].resource_sets: 'all = true' cannot be combined with ids, types or names"),
-        (SETS, "rules[0].resource_sets: name the sets with ids, types or names, or set all = true"),
-        (SETS + "all = false", "rules[0].resource_sets: name the sets with ids, types or names, or set all = true"),
-        (SETS + "ids = []", "rules[0].resource_sets.ids: must be a non-empty array of non-empty strings"),
-        (SETS + "types = [1]", "rules[0].resource_sets.types: must be a non-empty array of non-empty strings"),
-        (SETS + 'names = "Diary"', "rules[0].resource_sets.names: must be a non-empty array of non-empty strings"),
-        (BASE + "conditions = 1", "rules[0].conditions: must be an array of tables ([[rules.conditions]])"),
-        (BASE + "conditions = [1]", "rules[0].conditions[0]: must be a table"),
-        (CONDITION + "exists = true", "rules[0].conditions[0]: missing 'claim'"),
-        (CONDITION + 'claim = ""\nexists = true', "rules[0].conditions[0].claim: must be a non-empty string"),
-        (CONDITION + 'claim = "role"\nstarts_with = "d"', "rules[0].conditions[0]: unknown operator 'starts_with'"),
-        (
-            CONDITION + 'claim = "role"',
-            "rules[0].conditions[0]: missing an operator, one of equals, one_of, contains, prefix,"
-            " suffix, exists, regex",
-        ),
-        (
-            CONDITION + 'claim = "role"\nequals = "a"\nprefix = "a"',
-            "rules[0].conditions[0]: more than one operator ('equals', 'prefix'); a condition has"
-            " exactly one",
-        ),
-        (CONDITION + 'claim = "d"\nequals = 2024-01-01', "rules[0].conditions[0].equals: must be a JSON value (quote dates and times as strings)"),
-        (CONDITION + 'claim = "d"\ncontains = { at = 10:00:00 }', "rules[0].conditions[0].contains: must be a JSON value (quote dates and times as strings)"),
-        (CONDITION + 'claim = "d"\none_of = []', "rules[0].conditions[0].one_of: must be a non-empty array of JSON values"),
-        (CONDITION + 'claim = "d"\none_of = "a"', "rules[0].conditions[0].one_of: must be a non-empty array of JSON values"),
-        (CONDITION + 'claim = "d"\none_of = [2024-01-01]', "rules[0].conditions[0].one_of: must be a non-empty array of JSON values"),
-        (CONDITION + 'claim = "d"\nprefix = ""', "rules[0].conditions[0].prefix: must be a non-empty string"),
-        (CONDITION + 'claim = "d"\nsuffix = ["a"]', "rules[0].conditions[0].suffix: must be a non-empty string"),
-        (CONDITION + 'claim = "d"\nexists = false', "rules[0].conditions[0].exists: must be true (a condition cannot require a claim's absence)"),
-        (CONDITION + 'claim = "d"\nexists = "yes"', "rules[0].conditions[0].exists: must be true (a condition cannot require a claim's absence)"),
-        (CONDITION + 'claim = "d"\nregex = ""', "rules[0].conditions[0].regex: must be a non-empty string"),
-        (CONDITION + "claim = \"d\"\nregex = '(a'", "rules[0].conditions[0].regex: invalid RE2 pattern: missing ): (a"),
-        (CONDITION + "claim = \"d\"\nregex = '(a)\\1'", "rules[0].conditions[0].regex: invalid RE2 pattern: invalid escape sequence: \\1"),
-        (CONDITION + "claim = \"d\"\nregex = '(?=a)b'", "rules[0].conditions[0].regex: invalid RE2 pattern: invalid perl operator: (?="),
-        (CONDITION + 'claim = "d"\nexists = true\ntypes = []', "rules[0].conditions[0].types: must be a non-empty array of non-empty strings"),
-        (CONDITION + 'claim = "d"\nexists = true\nissuers = "x"', "rules[0].conditions[0].issuers: must be a non-empty array of non-empty strings"),
-        (CONDITION + 'claim = "d"\nexists = true\nhint = 5', "rules[0].conditions[0].hint: must be a non-empty string"),
-    ],
-)  # fmt: skip
+# Each mistake and what the file's reader says of it (owners' rules get the same messages).
+FILE_ERRORS = [
+    ("rules = [", "end of document: invalid TOML: Invalid value"),
+    ('[[rules]]\nid = "r"\nid = "s"\n', "line 3, column 9: invalid TOML: Cannot overwrite a value"),
+    ("[[rules]]\nid = r\n", "line 2, column 6: invalid TOML: Invalid value"),
+    ("a = " + "[" * 5000 + "]" * 5000, "invalid TOML: values are nested too deeply"),
+    ("policy = 1", "top level: unknown key 'policy'"),
+    ('[rules]\nid = "r"', "rules: must be an array of tables ([[rules]])"),
+    ("rules = [1]", "rules[0]: must be a table"),
+    ('[[rules]]\nowner = "alice"\nscopes = ["view"]', "rules[0]: missing 'id'"),
+    ('[[rules]]\nid = "r"\nscopes = ["view"]', "rules[0]: missing 'owner'"),
+    ('[[rules]]\nid = "r"\nowner = "alice"', "rules[0]: missing 'scopes'"),
+    (BASE.replace('"r"', '""'), "rules[0].id: must be a non-empty string"),
+    (BASE.replace('"r"', "5"), "rules[0].id: must be a non-empty string"),
+    (BASE.replace('"alice"', '["alice"]'), "rules[0].owner: must be a non-empty string"),
+    (BASE.replace('["view"]', "[]"), "rules[0].scopes: must be a non-empty array of non-empty strings"),
+    (BASE.replace('["view"]', '["view", ""]'), "rules[0].scopes: must be a non-empty array of non-empty strings"),
+    (BASE.replace('["view"]', '"view"'), "rules[0].scopes: must be a non-empty array of non-empty strings"),
+    (BASE + "description = 1", "rules[0].description: must be a string"),
+    (BASE + 'colour = "red"', "rules[0]: unknown key 'colour'"),
+    (rule("x") + rule("y") + rule("x"), "rules[2].id: duplicate id 'x'"),
+    (BASE + 'resource_sets = "all"', "rules[0].resource_sets: must be a table"),
+    (SETS + 'kinds = ["photo"]', "rules[0].resource_sets: unknown key 'kinds'"),
+    (SETS + 'all = "yes"', "rules[0].resource_sets.all: must be true or false"),
+    (SETS + 'all = true\nids = ["a"]', "rules[0].resource_sets: 'all = true' cannot be combined with ids, types or names"),
+    (SETS, "rules[0].resource_sets: name the sets with ids, types or names, or set all = true"),
+    (SETS + "all = false", "rules[0].resource_sets: name the sets with ids, types or names, or set all = true"),
+    (SETS + "ids = []", "rules[0].resource_sets.ids: must be a non-empty array of non-empty strings"),
+    (SETS + "types = [1]", "rules[0].resource_sets.types: must be a non-empty array of non-empty strings"),
+    (SETS + 'names = "Diary"', "rules[0].resource_sets.names: must be a non-empty array of non-empty strings"),
+    (BASE + "conditions = 1", "rules[0].conditions: must be an array of tables ([[rules.conditions]])"),
+    (BASE + "conditions = [1]", "rules[0].conditions[0]: must be a table"),
+    (CONDITION + "exists = true", "rules[0].conditions[0]: missing 'claim'"),
+    (CONDITION + 'claim = ""\nexists = true', "rules[0].conditions[0].claim: must be a non-empty string"),
+    (CONDITION + 'claim = "role"\nstarts_with = "d"', "rules[0].conditions[0]: unknown operator 'starts_with'"),
+    (
+        CONDITION + 'claim = "role"',
+        "rules[0].conditions[0]: missing an operator, one of equals, one_of, contains, prefix,"
+        " suffix, exists, regex",
+    ),
+    (
+        CONDITION + 'claim = "role"\nequals = "a"\nprefix = "a"',
+        "rules[0].conditions[0]: more than one operator ('equals', 'prefix'); a condition has"
+        " exactly one",
+    ),
+    (CONDITION + 'claim = "d"\nequals = 2024-01-01', "rules[0].conditions[0].equals: must be a JSON value (quote dates and times as strings)"),
+    (CONDITION + 'claim = "d"\ncontains = { at = 10:00:00 }', "rules[0].conditions[0].contains: must be a JSON value (quote dates and times as strings)"),
+    (CONDITION + 'claim = "d"\none_of = []', "rules[0].conditions[0].one_of: must be a non-empty array of JSON values"),
+    (CONDITION + 'claim = "d"\none_of = "a"', "rules[0].conditions[0].one_of: must be a non-empty array of JSON values"),
+    (CONDITION + 'claim = "d"\none_of = [2024-01-01]', "rules[0].conditions[0].one_of: must be a non-empty array of JSON values"),
+    (CONDITION + 'claim = "d"\nprefix = ""', "rules[0].conditions[0].prefix: must be a non-empty string"),
+    (CONDITION + 'claim = "d"\nsuffix = ["a"]', "rules[0].conditions[0].suffix: must be a non-empty string"),
+    (CONDITION + 'claim = "d"\nexists = false', "rules[0].conditions[0].exists: must be true (a condition cannot require a claim's absence)"),
+    (CONDITION + 'claim = "d"\nexists = "yes"', "rules[0].conditions[0].exists: must be true (a condition cannot require a claim's absence)"),
+    (CONDITION + 'claim = "d"\nregex = ""', "rules[0].conditions[0].regex: must be a non-empty string"),
+    (CONDITION + "claim = \"d\"\nregex = '(a'", "rules[0].conditions[0].regex: invalid RE2 pattern: missing ): (a"),
+    (CONDITION + "claim = \"d\"\nregex = '(a)\\1'", "rules[0].conditions[0].regex: invalid RE2 pattern: invalid escape sequence: \\1"),
+    (CONDITION + "claim = \"d\"\nregex = '(?=a)b'", "rules[0].conditions[0].regex: invalid RE2 pattern: invalid perl operator: (?="),
+    (CONDITION + 'claim = "d"\nexists = true\ntypes = []', "rules[0].conditions[0].types: must be a non-empty array of non-empty strings"),
+    (CONDITION + 'claim = "d"\nexists = true\nissuers = "x"', "rules[0].conditions[0].issuers: must be a non-empty array of non-empty strings"),
+    (CONDITION + 'claim = "d"\nexists = true\nhint = 5', "rules[0].conditions[0].hint: must be a non-empty string"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("text", "error"), FILE_ERRORS)
 def test_rule_file_errors(text: str, error: str) -> None:
     with pytest.raises(PolicyError) as raised:
         parse_rules(text, "policies.toml")
     assert raised.value.errors == [error]
     assert str(raised.value) == error
     assert raised.value.source == "policies.toml"
+
+
+def test_one_rule_table_is_checked_as_the_file_checks_it() -> None:
+    """`parse_rule_table` (owners' rules) says what the file's reader says of the same table."""
+    checked = 0
+    for text, error in FILE_ERRORS:
+        if not error.startswith("rules[0]"):
+            continue
+        try:
+            table = tomllib.loads(text)["rules"][0]
+        except (tomllib.TOMLDecodeError, KeyError, TypeError):
+            continue
+        with pytest.raises(PolicyError) as raised:
+            parse_rule_table(table, "rules[0]")
+        assert raised.value.errors == [error]
+        checked += 1
+    assert checked > 30
+
+
+def test_a_file_may_not_use_the_ids_of_owners_rules() -> None:
+    with pytest.raises(PolicyError) as raised:
+        parse_rules(rule("o-mine"))
+    assert raised.value.errors == [
+        "rules[0].id: ids starting with 'o-' are kept for owners' own rules (made on their policy"
+        " pages); choose another id than 'o-mine'"
+    ]
+    # An owner's rule has one.
+    assert parse_rule_table(tomllib.loads(rule("o-mine"))["rules"][0]).id == "o-mine"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        rule("a"),
+        rule(
+            "b", f'{DOCTOR}\ntypes = ["{EMPLOYEE}", "a"]\nhint = "Role"', scopes=["print", "view"]
+        ),
+        BASE + 'description = "mine"\n[rules.resource_sets]\nids = ["s2", "s1"]\ntypes = ["t"]\n'
+        '[[rules.conditions]]\nclaim = "n"\none_of = [1, "1", {a = [true]}]\nissuers = ["i"]\n'
+        '[[rules.conditions]]\nclaim = "e"\nexists = true\n'
+        "[[rules.conditions]]\nclaim = \"r\"\nregex = 'a.*'\n",
+    ],
+)
+def test_a_rule_table_reads_back_as_the_same_rule(text: str) -> None:
+    table = tomllib.loads(text)["rules"][0]
+    read = parse_rule_table(table)
+    assert parse_rule_table(rule_table(read)) == read
+    assert parse_rule_table(json.loads(json.dumps(rule_table(read)))) == read
+    again = rule_table(read)
+    assert again == rule_table(parse_rule_table(again))
 
 
 def test_every_error_is_reported_at_once() -> None:

@@ -123,6 +123,9 @@ class Config:
     database: Path
     policies: Path
     secret_key: str = field(repr=False)
+    # `[policies] owner_rules`: owners' own rules (made on their policy pages) count in decisions
+    # and may be edited; when false they are ignored and cannot be changed (the file's rules stay).
+    owner_rules: bool = True
     server: ServerSettings = ServerSettings()
     limits: Limits = Limits()
     lifetimes: Lifetimes = Lifetimes()
@@ -283,7 +286,15 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     top = TableReader(data, "", errors)
     issuer = top.take("issuer", str, check=_issuer)
     database = top.take("database", str, check=_non_empty)
-    policies = top.take("policies", str, check=_non_empty)
+    # `policies = "FILE"`, or a table: `[policies]` with `file` and `owner_rules`.
+    if isinstance(top.table.get("policies"), dict):
+        section = top.section("policies")
+        policies = section.take("file", str, check=_non_empty)
+        owner_rules = section.take("owner_rules", bool, True)
+        section.finish()
+    else:
+        policies = top.take("policies", str, check=_non_empty)
+        owner_rules = True
     secret_key = top.take("secret_key", str, check=_secret)
 
     section = top.section("server")
@@ -407,6 +418,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         database=(base / database).resolve(),
         policies=(base / policies).resolve(),
         secret_key=secret_key,
+        owner_rules=owner_rules,
         server=server,
         limits=limits,
         lifetimes=lifetimes,

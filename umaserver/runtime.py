@@ -1,5 +1,6 @@
-"""What an app's blueprints share, typed: the config, the clock, the owners' rules, the claim
-verifiers and the key that makes RPTs from their seeds. `create_app` installs it; `runtime()` reads
+"""What an app's blueprints share, typed: the config, the clock, the owners' rules (the file's, and
+`rules_for` an owner with their own), the claim verifiers and the key that makes RPTs from their
+seeds. `create_app` installs it; `runtime()` reads
 it inside a request (instead of string keys into `app.config` and `app.extensions`)."""
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from flask import Flask, current_app
 from .claims.verifiers import ConfiguredVerifiers
 from .clock import Clock
 from .config import Config
+from .policy.rules import RuleSet
 from .policy.store import PolicyStore
+from .services.owner_rules import effective_rules
+from .storage import Storage
 
 _KEY = "umaserver.runtime"
 
@@ -24,6 +28,12 @@ class Runtime:
     verifiers: ConfiguredVerifiers
     rpt_key: bytes = field(repr=False)
     csrf_key: bytes = field(repr=False)
+
+    def rules_for(self, storage: Storage, owner: str) -> RuleSet:
+        """The rules a decision about `owner`'s sets (a username, as rules name owners) uses now:
+        the rule file's in force and, unless `[policies] owner_rules = false`, the owner's own
+        (a `services.decision.RulesFor`)."""
+        return effective_rules(storage, self.policies.rules, owner, enabled=self.config.owner_rules)
 
 
 def install(app: Flask, runtime: Runtime) -> None:

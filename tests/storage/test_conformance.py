@@ -1210,3 +1210,107 @@ def test_deleting_a_user_takes_their_identity_links(store: Storage) -> None:
     assert store.linked_user(OP, "a") is None
     assert store.links_of(alice.sub) == []
     assert store.linked_user(OP, "b") == bob.sub
+
+
+# -- owners' rules --------------------------------------------------------------------------------
+
+
+def owner_rule(rule_id: str, username: str, *scopes: str, **more: Any) -> dict[str, Any]:
+    return {"id": rule_id, "owner": username, "scopes": list(scopes or ("view",)), **more}
+
+
+def test_owner_rule_round_trip_with_every_json_kind(store: Storage) -> None:
+    alice = make_user(store, "alice-rules")
+    rule = owner_rule(
+        "o-1",
+        alice.username,
+        "view",
+        "print",
+        description="é ✓",
+        resource_sets={"ids": ["rs-1"]},
+        conditions=[
+            {"claim": "n", "equals": 1.5},
+            {"claim": "b", "equals": False},
+            {"claim": "l", "one_of": [1, "1", None, {"a": [True]}]},
+        ],
+    )
+    assert store.owner_rules_of(alice.sub) == []
+    assert store.add_owner_rule("o-1", alice.sub, rule, T) is True
+    [stored] = store.owner_rules_of(alice.sub)
+    assert (stored.id, stored.owner, stored.username) == ("o-1", alice.sub, alice.username)
+    assert (stored.created_at, stored.updated_at) == (T, T)
+    assert same_json(stored.rule, rule)
+
+
+def test_an_owner_rule_id_is_taken_once_and_only_by_a_user(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    assert store.add_owner_rule("o-1", alice.sub, owner_rule("o-1", alice.username), T)
+    assert store.add_owner_rule("o-1", bob.sub, owner_rule("o-1", bob.username), T) is False
+    assert store.add_owner_rule("o-2", "no-such-sub", owner_rule("o-2", "nobody"), T) is False
+    assert store.owner_rules_of(bob.sub) == []
+    assert store.owner_rules_version(bob.sub) == 0
+    assert store.owner_rules_version("no-such-sub") == 0
+    assert [rule.id for rule in store.owner_rules_of(alice.sub)] == ["o-1"]
+
+
+def test_owner_rules_are_listed_oldest_first_and_every_owners_by_username(store: Storage) -> None:
+    bob, alice = make_user(store, "bob-r"), make_user(store, "alice-r")
+    for rule_id, user, moment in (
+        ("o-b", alice, T + 5),
+        ("o-z", bob, T),
+        ("o-c", alice, T),
+        ("o-a", alice, T),  # same second as o-c, added after it
+    ):
+        assert store.add_owner_rule(rule_id, user.sub, owner_rule(rule_id, user.username), moment)
+    assert [rule.id for rule in store.owner_rules_of(alice.sub)] == ["o-c", "o-a", "o-b"]
+    assert [(rule.username, rule.id) for rule in store.all_owner_rules()] == [
+        ("alice-r", "o-c"),
+        ("alice-r", "o-a"),
+        ("alice-r", "o-b"),
+        ("bob-r", "o-z"),
+    ]
+
+
+def test_every_change_of_an_owners_rules_bumps_only_their_version(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    assert store.owner_rules_version(alice.sub) == 0
+    store.add_owner_rule("o-1", alice.sub, owner_rule("o-1", alice.username), T)
+    assert store.owner_rules_version(alice.sub) == 1
+    store.add_owner_rule("o-2", alice.sub, owner_rule("o-2", alice.username), T)
+    assert store.owner_rules_version(alice.sub) == 2
+    changed = owner_rule("o-1", alice.username, "print")
+    assert store.replace_owner_rule(alice.sub, "o-1", changed, T + 60) is True
+    assert store.owner_rules_version(alice.sub) == 3
+    [first, _] = store.owner_rules_of(alice.sub)
+    assert (first.rule, first.created_at, first.updated_at) == (changed, T, T + 60)
+    # Not hers, or not there: nothing changes, the version neither.
+    assert store.replace_owner_rule(bob.sub, "o-1", owner_rule("o-1", bob.username), T) is False
+    assert store.replace_owner_rule(alice.sub, "o-9", changed, T) is False
+    assert store.delete_owner_rule(bob.sub, "o-1") is False
+    assert store.owner_rules_version(alice.sub) == 3
+    assert store.owner_rules_version(bob.sub) == 0
+    assert store.delete_owner_rule(alice.sub, "o-1") is True
+    assert store.delete_owner_rule(alice.sub, "o-1") is False
+    assert store.owner_rules_version(alice.sub) == 4
+    assert [rule.id for rule in store.owner_rules_of(alice.sub)] == ["o-2"]
+
+
+def test_a_failed_change_in_a_transaction_rolls_the_version_back_too(store: Storage) -> None:
+    alice = make_user(store)
+    with pytest.raises(RuntimeError), store.transaction():
+        store.add_owner_rule("o-1", alice.sub, owner_rule("o-1", alice.username), T)
+        raise RuntimeError("abandoned")
+    assert store.owner_rules_of(alice.sub) == []
+    assert store.owner_rules_version(alice.sub) == 0
+
+
+def test_deleting_a_user_takes_their_rules_and_version(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    store.add_owner_rule("o-a", alice.sub, owner_rule("o-a", alice.username), T)
+    store.add_owner_rule("o-b", bob.sub, owner_rule("o-b", bob.username), T)
+    assert store.delete_user(alice.sub)
+    assert store.owner_rules_of(alice.sub) == []
+    assert store.owner_rules_version(alice.sub) == 0
+    assert [rule.id for rule in store.all_owner_rules()] == ["o-b"]
+    # The id is free again.
+    assert store.add_owner_rule("o-a", bob.sub, owner_rule("o-a", bob.username), T)

@@ -456,6 +456,11 @@ def test_a_migrated_database_works_through_the_contract(v1_db: Path) -> None:
         assert store.delete_resource_set(ALBUM, ALICE, RS)
         assert store.get_ticket(GRANTED_TICKET) is None
         assert store.gathered_claims(GRANTED_TICKET, BOB) == []
+        # Owners' rules (version 7) hang on the users of version 1.
+        rule = {"id": "o-1", "owner": "alice", "scopes": ["print"]}
+        assert store.add_owner_rule("o-1", ALICE, rule, NOW)
+        assert store.owner_rules_version(ALICE) == 1
+        assert [r.username for r in store.owner_rules_of(ALICE)] == ["alice"]
     finally:
         store.close()
     conn = read(v1_db)

@@ -30,7 +30,7 @@ def authorization_request() -> Response:
     uma = runtime()
     outcome = request_authorization(
         store,
-        uma.policies.rules,
+        uma.rules_for,
         now=uma.clock.now(),
         aat=aat,
         client=client,

@@ -1,16 +1,20 @@
-"""Commands on the owners' rule file: check it, and explain a decision rule by rule."""
+"""Commands on the owners' rules (the rule file's, and those owners made on their policy pages,
+kept in the database): check them, and explain a decision rule by rule."""
 
 from __future__ import annotations
 
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..claims.verifiers import ConfiguredVerifiers
+from ..config import Config, ConfigError, load_config
 from ..policy.rule_file import PolicyError, load_rules
 from ..services import explain
 from ..services.decision import owner_name
+from ..services.owner_rules import check_stored_rules, effective_rules
 from . import CLOCK, _config, _store, emit, fail, main
 
 # -- policies ----------------------------------------------------------------------------------
@@ -18,24 +22,48 @@ from . import CLOCK, _config, _store, emit, fail, main
 
 @main.group()
 def policy() -> None:
-    """The owners' rule file: check it, and explain decisions."""
+    """The owners' rules: check them, and explain decisions."""
 
 
 @policy.command("check")
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
 @click.pass_context
 def policy_check(ctx: click.Context, file: str | None) -> None:
-    """Validate a rule file (default: `policies` of the config), naming every error."""
-    path = Path(file) if file is not None else _config(ctx).policies
+    """Validate a rule file (default: `policies` of the config), naming every error; with a
+    config, the owners' rules stored in its database too (each error naming the owner and id)."""
+    config: Config | None = None
+    if file is None:
+        config = _config(ctx)
+        path = config.policies
+    else:
+        path = Path(file)
+        with suppress(ConfigError):  # a file alone can be checked without a config
+            config = load_config(ctx.obj["config_path"])
     if not path.exists():
         fail(
             f"There is no rule file {path} (a server would run with no rules: nothing accessible)."
         )
+    problems = []
+    rule_ids: list[str] = []
     try:
-        rules = load_rules(path)
+        rule_ids = [rule.id for rule in load_rules(path).rules]
     except PolicyError as error:
-        fail(f"{path}:\n{error}")
-    emit({"file": str(path), "valid": True, "rules": [rule.id for rule in rules.rules]})
+        problems.append(f"{path}:\n{error}")
+    answer: dict[str, Any] = {"file": str(path), "valid": True, "rules": rule_ids}
+    if config is not None:
+        # A database not made yet holds no rules (and `check` does not make one).
+        stored = check_stored_rules(_store(ctx)) if config.database.exists() else None
+        if stored is not None and stored.errors:
+            problems.append(f"{config.database}: owners' rules:\n" + "\n".join(stored.errors))
+        answer["database"] = str(config.database)
+        answer["owner_rules"] = [
+            {"owner": owner, "id": rule_id} for owner, rule_id in (stored.rules if stored else [])
+        ]
+        # Turned off, they are kept (and checked) but count in no decision.
+        answer["owner_rules_enabled"] = config.owner_rules
+    if problems:
+        fail("\n".join(problems))
+    emit(answer)
 
 
 @policy.command("explain")
@@ -80,7 +108,8 @@ def policy_explain(
     client_id: str | None,
     party_name: str | None,
 ) -> None:
-    """Print the decision for a request, the rule that decided it, and why each other rule did not."""
+    """Print the decision for a request, the rule that decided it, and why each other rule did not
+    (the rule file's rules of the owner, then the owner's own)."""
     config = _config(ctx)
     store = _store(ctx)
     resource_set = store.find_resource_set(rs_id)
@@ -96,9 +125,10 @@ def policy_explain(
     except explain.ExplainRefused as refused:
         fail(refused.description)
     try:
-        rules = load_rules(config.policies)
+        file_rules = load_rules(config.policies)
     except PolicyError as error:
         fail(f"The rule file {config.policies} is broken:\n{error}")
+    rules = effective_rules(store, file_rules, owner, enabled=config.owner_rules)
     verifiers = ConfiguredVerifiers(config)
     verifiers.key_sets.refresh_now()
     try:

@@ -165,7 +165,7 @@ def rqp_claims_choice() -> BaseResponse:
         else:
             result = gathering.share(
                 storage(),
-                runtime().policies.rules,
+                runtime().rules_for,
                 visit,
                 user=user,
                 identity=identity,

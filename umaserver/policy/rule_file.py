@@ -1,5 +1,10 @@
 """Reading the rule file: the TOML (see policies.example.toml) is checked, every error reported at
-once with its place, and turned into a RuleSet whose operators are built once."""
+once with its place, and turned into a RuleSet whose operators are built once.
+
+One rule is checked by the same code wherever it comes from: a `[[rules]]` table of the file, or an
+owner's own rule kept in the database as the same table in JSON (`parse_rule_table`, and
+`rule_table` for the way back). Ids starting with `OWNER_RULE_PREFIX` are the owners' rules': the
+file may not use them, so the two never collide."""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ OPERATORS = ("equals", "one_of", "contains", "prefix", "suffix", "exists", "rege
 _RULE_KEYS = ("id", "owner", "scopes", "description", "resource_sets", "conditions")
 _SELECTOR_KEYS = ("all", "ids", "types", "names")
 _CONDITION_KEYS = ("claim", "types", "issuers", "hint")
+# The ids of owners' own rules (made on their policy pages) start with this; a file's never do.
+OWNER_RULE_PREFIX = "o-"
 
 
 class PolicyError(Exception):
@@ -60,6 +67,52 @@ def parse_rules(text: str, source: str = "<rules>") -> RuleSet:
     return RuleSet(rules)
 
 
+def parse_rule_table(table: Any, place: str = "rule") -> Rule:
+    """One rule from its table (a `[[rules]]` table of the file, or the same in JSON), checked as
+    the file's rules are: every error at once, each named by its place (`place`, then the key),
+    with the file's messages. Raises PolicyError."""
+    errors: list[str] = []
+    try:
+        rule = _read_rule(table, place, errors)
+    except RecursionError:
+        raise PolicyError([f"{place}: values are nested too deeply"]) from None
+    if errors or rule is None:
+        raise PolicyError(errors or [f"{place}: not a rule"])
+    return rule
+
+
+def rule_table(rule: Rule) -> dict[str, Any]:
+    """The table of the rule file that `parse_rule_table` reads back as `rule` (sets as sorted
+    arrays; keys left out where the file may leave them out)."""
+    table: dict[str, Any] = {"id": rule.id, "owner": rule.owner, "scopes": list(rule.scopes)}
+    if rule.description is not None:
+        table["description"] = rule.description
+    selector = rule.resource_sets
+    if not selector.everything:
+        table["resource_sets"] = {
+            key: sorted(values)
+            for key, values in (
+                ("ids", selector.ids),
+                ("types", selector.types),
+                ("names", selector.names),
+            )
+            if values
+        }
+    conditions = []
+    for condition in rule.conditions:
+        entry: dict[str, Any] = {"claim": condition.claim, condition.operator: condition.operand}
+        if condition.types is not None:
+            entry["types"] = sorted(condition.types)
+        if condition.issuers is not None:
+            entry["issuers"] = sorted(condition.issuers)
+        if condition.hint is not None:
+            entry["hint"] = condition.hint
+        conditions.append(entry)
+    if conditions:
+        table["conditions"] = conditions
+    return table
+
+
 def _syntax_error(error: tomllib.TOMLDecodeError) -> str:
     # tomllib (3.11) only puts the position into its message: "Invalid value (at line 2, column 5)",
     # "Unterminated string (at end of document)"; moved to the front like every other place.
@@ -90,6 +143,11 @@ def _read_file(data: Mapping[str, Any], errors: list[str]) -> list[Rule]:
         # Checked on the raw entry, so a duplicate is named even when its rule has other errors.
         rule_id = entry.get("id") if isinstance(entry, dict) else None
         if isinstance(rule_id, str) and rule_id:
+            if rule_id.startswith(OWNER_RULE_PREFIX):
+                errors.append(
+                    f"{place}.id: ids starting with {OWNER_RULE_PREFIX!r} are kept for owners'"
+                    f" own rules (made on their policy pages); choose another id than {rule_id!r}"
+                )
             if rule_id in seen:
                 errors.append(f"{place}.id: duplicate id {rule_id!r}")
             seen.add(rule_id)

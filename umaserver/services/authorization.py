@@ -30,11 +30,10 @@ from ..claims.model import (
 from ..config import Lifetimes, Limits
 from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable, echo
 from ..policy.decision import NeededClaim, redirect_label
-from ..policy.rules import RuleSet
 from ..storage import Storage
 from ..storage.records import AccessToken, AssertionUse, Client, Ticket
 from . import gathering, rpts
-from .decision import AccessRequest, Supplier, decide_access, gatherable, owner_name
+from .decision import AccessRequest, RulesFor, Supplier, decide_access, gatherable, owner_name
 from .ticket_claims import within_ticket_bound
 
 log = logging.getLogger("umaserver.decisions")
@@ -116,7 +115,7 @@ def _counted_if_refused(storage: Storage, digest: str) -> Iterator[None]:
 
 def request_authorization(
     storage: Storage,
-    rules: RuleSet,
+    rules: RulesFor,
     *,
     now: int,
     aat: AccessToken,
@@ -131,7 +130,8 @@ def request_authorization(
     server_issuer: str = "",
     sign_in_providers: Mapping[str, str] | None = None,
 ) -> Outcome:
-    """`server_issuer` and `sign_in_providers` (issuer -> display name) are where this server can
+    """`rules` gives the rules of the ticket's owner, read in the request's transaction.
+    `server_issuer` and `sign_in_providers` (issuer -> display name) are where this server can
     gather claims by redirecting a requesting party who is a person (`redirect_required`); without
     `server_issuer`, never."""
     display_names = dict(sign_in_providers or {})
@@ -190,7 +190,7 @@ def request_authorization(
         storage.void_claims_handles(ticket.digest)
         owner = owner_name(storage, ticket.owner)
         decision = decide_access(
-            rules,
+            rules(storage, owner),
             AccessRequest(
                 owner=owner,
                 resource_set=resource_set,

@@ -1,16 +1,18 @@
 """The one home of the authorization decision.
 
-`decide_access` takes what a request is about (owner, resource set, scopes, the client and what it
+`decide_access` takes the rules and what a request is about (owner, resource set, scopes, the client and what it
 can supply, what this server could gather by redirecting its requesting party, the requesting
 party, the claims gathered) and returns the policy engine's `Decision`,
 whose explanation is built only when asked. The authorization request endpoint, `policy explain`
-and the owner's pages all call it; nothing else assembles a decision.
+and the owner's pages all call it; nothing else assembles a decision. The rules are those of the
+owner the request is about: the rule file's and the owner's own (`RulesFor`,
+`owner_rules.effective_rules`).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +22,11 @@ from ..policy.decision import Decision, decide
 from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage import Storage
 from ..storage.records import ResourceSet, User
+
+# The rules that decide about one owner's sets, given the owner as rules name owners (a username,
+# or client:<client_id>), read through this storage handle (in the caller's transaction, if any):
+# `Runtime.rules_for` in the server, `owner_rules.effective_rules` over a file's rules elsewhere.
+RulesFor = Callable[[Storage, str], RuleSet]
 
 
 @dataclass(frozen=True)

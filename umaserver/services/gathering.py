@@ -33,7 +33,7 @@ from ..errors import InvalidRequest
 from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage import Storage
 from ..storage.records import AccessToken, ClaimsHandle, Client, ResourceSet, Ticket, User
-from .decision import AccessRequest, Supplier, decide_access, owner_name
+from .decision import AccessRequest, RulesFor, Supplier, decide_access, owner_name
 from .ticket_claims import within_ticket_bound
 
 log = logging.getLogger("umaserver.gathering")
@@ -283,7 +283,7 @@ def cancel(storage: Storage, visit: Visit, *, now: int, username: str | None) ->
 
 def share(
     storage: Storage,
-    rules: RuleSet,
+    rules_for: RulesFor,
     visit: Visit,
     *,
     user: User,
@@ -295,7 +295,8 @@ def share(
 ) -> Result:
     """The signed-in `user` shares: when they are the requesting party of the handle, the claims
     the rules gather by redirect are recorded against the ticket and the policy decides; granted
-    leaves the ticket for the client's next request, denied finishes it."""
+    leaves the ticket for the client's next request, denied finishes it. `rules_for` gives the
+    rules of the ticket's owner."""
     with storage.transaction():
         handle, ticket = _redo(storage, visit, now)
         if user.sub != handle.requesting_party:
@@ -304,6 +305,7 @@ def share(
             result = Result("denied", "not_the_requesting_party")
         else:
             owner = owner_name(storage, ticket.owner)
+            rules = rules_for(storage, owner)
             names = _gathered_names(rules, owner, visit.resource_set)
             claims = claims_to_record(
                 names,

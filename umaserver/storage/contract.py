@@ -21,7 +21,7 @@ Implementations: `sqlite.SQLiteStorage`. The suite in `tests/storage/` checks an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
@@ -40,6 +40,7 @@ from .records import (
     ResourceSet,
     Rpt,
     Session,
+    StoredOwnerRule,
     Ticket,
     User,
 )
@@ -437,6 +438,43 @@ class Permissions(Protocol):
         ...
 
 
+class OwnerRules(Protocol):
+    """The rules owners made on their policy pages, each a JSON object (the rule as a table of the
+    rule file), by id and owner (a user's sub; deleting the user deletes their rules). Every change
+    bumps the owner's version in its own transaction, so a process that cached the rules of a
+    version knows they are current while the version is the same."""
+
+    def add_owner_rule(
+        self, rule_id: str, user_sub: str, rule: Mapping[str, Any], created_at: int
+    ) -> bool:
+        """Stores a new rule (`updated_at` is `created_at`); False (and nothing changed) when the id
+        is taken or there is no such user."""
+        ...
+
+    def replace_owner_rule(
+        self, user_sub: str, rule_id: str, rule: Mapping[str, Any], updated_at: int
+    ) -> bool:
+        """Replaces the rule of that id, when it is that user's; False (nothing changed) when not."""
+        ...
+
+    def delete_owner_rule(self, user_sub: str, rule_id: str) -> bool:
+        """False (nothing changed) when the user has no rule of that id."""
+        ...
+
+    def owner_rules_of(self, user_sub: str) -> list[StoredOwnerRule]:
+        """The user's rules, oldest first (in the order they were added)."""
+        ...
+
+    def owner_rules_version(self, user_sub: str) -> int:
+        """How many changes the user's rules have seen: 0 before the first, then only ever
+        greater."""
+        ...
+
+    def all_owner_rules(self) -> list[StoredOwnerRule]:
+        """Every owner's rules: by username, each owner's oldest first."""
+        ...
+
+
 class Storage(
     Clients,
     InitialAccessTokens,
@@ -456,6 +494,7 @@ class Storage(
     Sessions,
     SigninFailures,
     IdentityLinks,
+    OwnerRules,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

@@ -258,3 +258,17 @@ class ClaimsHandle:
     expires_at: int
     binding_digest: str | None = None
     state: HandleState = "open"
+
+
+@dataclass(frozen=True)
+class StoredOwnerRule:
+    """A rule an owner made on their policy pages: `rule` is the rule as a table of the rule
+    file, in JSON (checked by the rule file's reader when it is used). `owner` is the user's sub,
+    `username` how rules name that owner."""
+
+    id: str
+    owner: str
+    username: str
+    rule: dict[str, Any]
+    created_at: int
+    updated_at: int

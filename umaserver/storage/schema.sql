@@ -216,3 +216,19 @@ CREATE TABLE IF NOT EXISTS identity_links (
     PRIMARY KEY (issuer, subject)
 );
 CREATE INDEX IF NOT EXISTS identity_links_by_user ON identity_links (user_sub);
+
+-- Owners' own rules, made on their policy pages: each the rule as a table of the rule file in JSON
+-- (the rule file's reader checks it when it is used). The version of an owner's rules is bumped in
+-- the transaction of every change: it tells every process when to read them again.
+CREATE TABLE IF NOT EXISTS owner_rules (
+    id         TEXT PRIMARY KEY,                   -- 'o-<random>': never one of the file's ids
+    owner      TEXT NOT NULL REFERENCES users (sub) ON DELETE CASCADE,
+    rule       TEXT NOT NULL,                      -- JSON object: the rule file's table
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS owner_rules_by_owner ON owner_rules (owner, created_at);
+CREATE TABLE IF NOT EXISTS owner_rule_versions (
+    owner   TEXT PRIMARY KEY REFERENCES users (sub) ON DELETE CASCADE,
+    version INTEGER NOT NULL
+);

@@ -15,6 +15,7 @@ from .base import connect
 from .evidence import Evidence
 from .identity_links import IdentityLinks
 from .oauth import OAuth
+from .owner_rules import OwnerRules
 from .resources import Resources
 from .sessions import Sessions
 from .tokens import Tokens
@@ -22,7 +23,9 @@ from .tokens import Tokens
 __all__ = ["SQLiteStorage", "connect"]
 
 
-class SQLiteStorage(Accounts, Resources, Evidence, Tokens, OAuth, Sessions, IdentityLinks):
+class SQLiteStorage(
+    Accounts, Resources, Evidence, Tokens, OAuth, Sessions, IdentityLinks, OwnerRules
+):
     """The contract's operations over one SQLite connection (see `contract.Storage`)."""
 
     @classmethod
