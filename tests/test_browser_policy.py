@@ -206,6 +206,8 @@ def test_an_invalid_rule_shows_the_error_next_to_the_field(
     save_rule(browser)
     shots.take("invalid-rule")
     error = browser.find_element(By.ID, "error-conditions-0-value")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", error)
+    shots.take("invalid-rule-field")
     assert "regex" in error.text or "pattern" in error.text
     # Right after its field, which keeps what was typed.
     field = error.find_element(By.XPATH, "preceding-sibling::input[1]")

@@ -371,3 +371,112 @@ def test_add_a_condition_row_keeps_what_was_typed(alice: FlaskClient, flow: Flow
     assert 'name="scopes" value="print" checked' in again.text
     assert '<option value="contains" selected>' in again.text
     assert 'id="conditions-0-value" name="conditions-0-value" value="nurse"' in again.text
+
+
+# -- the owner's rules -----------------------------------------------------------------------
+
+NURSES = {
+    "description": "Nurses too",
+    "coverage": "this",
+    "scopes": ["view"],
+    "conditions-0-claim": "role",
+    "conditions-0-operator": "contains",
+    "conditions-0-value": "nurse",
+    "conditions-0-types": EMPLOYEE,
+    "conditions-0-issuers": "",
+    "conditions-0-hint": "Your role",
+    "conditions-1-claim": "",
+    "conditions-1-operator": "equals",
+    "conditions-1-value": "",
+    "conditions-1-types": "",
+    "conditions-1-issuers": "",
+    "conditions-1-hint": "",
+}
+
+
+def own_rule_ids(browser: FlaskClient, flow: Flow) -> list[str]:
+    return re.findall(
+        r'<li class="rule own-rule" id="rule-([^"]+)">', browser.get(page_of(flow)).text
+    )
+
+
+def test_an_owner_adds_edits_and_deletes_a_rule(
+    alice: FlaskClient, flow: Flow, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert flow.ask(flow.ticket("view"), NURSE).json["error"] == "not_authorized_permission"
+    token = token_on(alice, page_of(flow))
+    with caplog.at_level(logging.INFO, logger="umaserver"):
+        added = alice.post(page_of(flow) + "/rules", data={**NURSES, "csrf_token": token})
+    assert added.status_code == 303
+    assert added.headers["Location"] == "http://uma.test" + page_of(flow) + "#own-rules"
+    [rule_id] = own_rule_ids(alice, flow)
+    assert rule_id.startswith("o-")
+    assert len([r for r in caplog.records if rule_id in r.getMessage()]) == 1
+    assert flow.ask(flow.ticket("view"), NURSE).status == 201
+    # The edit page shows the rule's fields and one empty row more.
+    edit_path = f"{page_of(flow)}/rules/{rule_id}"
+    edit = alice.get(edit_path)
+    assert edit.status_code == 200
+    assert 'id="conditions-0-value" name="conditions-0-value" value="nurse"' in edit.text
+    assert 'name="conditions-1-claim" value=""' in edit.text
+    changed = {**NURSES, "conditions-0-value": "midwife", "scopes": ["view", "print"]}
+    saved = alice.post(edit_path, data={**changed, "csrf_token": token})
+    assert saved.status_code == 303
+    assert own_rule_ids(alice, flow) == [rule_id]
+    assert "contains 'midwife'" in text_of(alice.get(page_of(flow)))
+    assert flow.ask(flow.ticket("view"), NURSE).json["error"] == "not_authorized_permission"
+    deleted = alice.post(f"{edit_path}/delete", data={"csrf_token": token})
+    assert deleted.status_code == 303
+    assert own_rule_ids(alice, flow) == []
+    assert alice.get(edit_path).status_code == 404
+    assert alice.post(f"{edit_path}/delete", data={"csrf_token": token}).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"scopes": []}, "scopes"),
+        (
+            {"conditions-0-operator": "regex", "conditions-0-value": "(unclosed"},
+            "conditions-0-value",
+        ),
+        ({"coverage": "type", "coverage_type": ""}, "coverage_type"),
+    ],
+)
+def test_an_invalid_rule_shows_errors_at_their_fields_and_stores_nothing(
+    alice: FlaskClient, flow: Flow, change: dict[str, Any], field: str
+) -> None:
+    form = {**NURSES, **change, "csrf_token": token_on(alice, page_of(flow))}
+    page = alice.post(page_of(flow) + "/rules", data=form)
+    assert page.status_code == 400
+    # Right after its field (the scopes: after the last of their boxes).
+    before = (
+        r'name="scopes" value="print"[^>]*>[^\n]*\n'
+        if field == "scopes"
+        else rf'name="{field}"[^>]*>'
+    )
+    shown = re.search(
+        before + rf'\s*<span class="field-error" id="error-{field}">[^<]+</span>', page.text
+    )
+    assert shown is not None, page.text
+    assert "The rule was not saved" in page.text
+    assert own_rule_ids(alice, flow) == []
+    # What was typed is kept.
+    assert 'value="Nurses too"' in page.text
+
+
+def test_someone_elses_rule_cannot_be_edited_or_deleted(
+    alice: FlaskClient, bob: FlaskClient, flow: Flow, store: Store
+) -> None:
+    alice.post(
+        page_of(flow) + "/rules", data={**NURSES, "csrf_token": token_on(alice, page_of(flow))}
+    )
+    [rule_id] = own_rule_ids(alice, flow)
+    bobs_rs = make_party(store, "bob", "uma_protection")
+    bobs = Flow(flow.api, bobs_rs, flow.app, {"name": "Bob's", "scopes": ["view"]})
+    token = token_on(bob, page_of(bobs))
+    path = f"{page_of(bobs)}/rules/{rule_id}"
+    assert bob.get(path).status_code == 404
+    assert bob.post(path, data={**NURSES, "csrf_token": token}).status_code == 404
+    assert bob.post(f"{path}/delete", data={"csrf_token": token}).status_code == 404
+    assert own_rule_ids(alice, flow) == [rule_id]

@@ -30,7 +30,7 @@ from flask import Blueprint, abort, redirect, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from ..policy.rule_file import OPERATORS
-from ..policy.rules import ResourceSetRef, Rule, RuleSet
+from ..policy.rules import ResourceSetRef, Rule
 from ..runtime import runtime
 from ..services import explain, owner_permissions, owner_rules
 from ..storage.per_request import storage
@@ -90,22 +90,17 @@ def _ref(resource_set: ResourceSet) -> ResourceSetRef:
     return ResourceSetRef(resource_set.id, description["name"], description.get("type"))
 
 
-# -- the owner's rules (owner_rules, when it is filled in) ---------------------------------------
+# -- the owner's rules ------------------------------------------------------------------------
 
 
-def _own_rules(username: str) -> list[owner_rules.OwnerRule]:
-    try:
-        return owner_rules.owner_rules(storage(), username)
-    except NotImplementedError:  # until the owner-rules work is merged: none
-        return []
+def _editing() -> bool:
+    """Whether owners may make rules of their own here (`[policies] owner_rules`)."""
+    return runtime().config.owner_rules
 
 
-def _effective_rules(username: str) -> RuleSet:
-    file_rules = runtime().policies.rules
-    try:
-        return owner_rules.effective_rules(storage(), file_rules, username)
-    except NotImplementedError:  # until the owner-rules work is merged: the file's
-        return file_rules
+def _check_editing() -> None:
+    if not _editing():
+        abort(403, description="The operator of this server has turned owners' own rules off.")
 
 
 # -- what the templates show -----------------------------------------------------------------
@@ -219,7 +214,7 @@ def _render_set(
     ]
     own = [
         _rule_view(found.rule)
-        for found in _own_rules(user.username)
+        for found in owner_rules.owner_rules(store, user.username)
         if found.rule.resource_sets.covers(ref)
     ]
     granted = owner_permissions.granted_on(store, resource_set.id, now, _reference_key())
@@ -235,6 +230,7 @@ def _render_set(
         client=store.get_client(resource_set.client_id),
         file_rules=file_rules,
         own_rules=own,
+        editing=_editing(),
         rule_form=rule_form or RuleForm.empty(),
         permissions=[(g, _when(g.expires_at)) for g in granted],
         explain_form=explain_form or ExplainForm(scopes=tuple(scopes[:1])),
@@ -286,6 +282,7 @@ def policy_set(rs_id: str) -> BaseResponse:
 @sessions.signin_required
 def add_rule(rs_id: str) -> BaseResponse:
     csrf.require()
+    _check_editing()
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
     fields = _rule_fields()
@@ -297,13 +294,13 @@ def add_rule(rs_id: str) -> BaseResponse:
         return _render_set(
             user, resource_set, status=400, rule_form=RuleForm(fields, refused.errors)
         )
+    # services.owner_rules logs the change (one line).
     owner_rules.add_owner_rule(storage(), user.username, rule, runtime().clock.now())
-    log.info("owner rule added owner=%r rule=%r resource_set=%r", user.username, rule.id, rs_id)
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
 def _own_rule(user: User, rule_id: str) -> Rule:
-    for found in _own_rules(user.username):
+    for found in owner_rules.owner_rules(storage(), user.username):
         if found.rule.id == rule_id:
             return found.rule
     abort(404)
@@ -327,6 +324,7 @@ def _render_edit(
 @bp.get("/policy/resource_set/<rs_id>/rules/<rule_id>")
 @sessions.signin_required
 def edit_rule_page(rs_id: str, rule_id: str) -> BaseResponse:
+    _check_editing()
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
     rule = _own_rule(user, rule_id)
@@ -338,6 +336,7 @@ def edit_rule_page(rs_id: str, rule_id: str) -> BaseResponse:
 @sessions.signin_required
 def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
     csrf.require()
+    _check_editing()
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
     _own_rule(user, rule_id)
@@ -350,7 +349,6 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, refused.errors), 400)
     if not owner_rules.replace_owner_rule(storage(), user.username, rule, runtime().clock.now()):
         abort(404)
-    log.info("owner rule changed owner=%r rule=%r resource_set=%r", user.username, rule_id, rs_id)
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
@@ -358,11 +356,11 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
 @sessions.signin_required
 def delete_rule(rs_id: str, rule_id: str) -> BaseResponse:
     csrf.require()
+    _check_editing()
     user = _signed_in()
     _owned_set(user, rs_id)
     if not owner_rules.delete_owner_rule(storage(), user.username, rule_id, runtime().clock.now()):
         abort(404)
-    log.info("owner rule deleted owner=%r rule=%r resource_set=%r", user.username, rule_id, rs_id)
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
@@ -405,7 +403,7 @@ def explain_decision(rs_id: str) -> BaseResponse:
                 storage(),
                 runtime().config,
                 runtime().verifiers,
-                _effective_rules(user.username),
+                runtime().rules_for(storage(), user.username),
                 owner=user.username,
                 resource_set=resource_set,
                 scopes=scopes,
