@@ -28,7 +28,7 @@ from .api import (
 from .claims.verifiers import ConfiguredVerifiers
 from .clock import Clock, SystemClock
 from .config import Config, load_config
-from .pages import account, authorize, external_signin, rqp_claims, untrusted
+from .pages import account, authorize, external_signin, policy, rqp_claims, untrusted
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
 from .services.database import Opener
@@ -114,6 +114,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     untrusted.init_app(app)
     pages.register(app, authorize.bp)
     pages.register(app, account.bp)
+    # The owner's policy pages: each resource set's user_access_policy_uri.
+    pages.register(app, policy.bp)
     # The requesting party claims endpoint, and signing in at external OpenID Connect providers
     # for it (this server their relying party).
     pages.register(app, rqp_claims.bp)

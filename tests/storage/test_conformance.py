@@ -19,6 +19,7 @@ from umaserver.storage.records import (
     Client,
     Consent,
     InitialAccessToken,
+    OwnedResourceSet,
     Permission,
     Session,
     Ticket,
@@ -380,6 +381,49 @@ def test_resource_sets_registered_in_one_second_are_listed_in_registration_order
     for rs_id in ("zeta", "alpha", "mu"):
         make_set(store, client, "alice", T, rs_id=rs_id)
     assert store.list_resource_sets("alice", client.client_id) == ["zeta", "alpha", "mu"]
+
+
+def test_an_owners_sets_across_resource_servers_come_in_pages_by_name_and_id(
+    store: Storage,
+) -> None:
+    photos, notes = make_client(store), make_client(store)
+    store.update_client(replace(notes, name="Notes <b>"))
+    made = [
+        make_set(store, client, "alice", rs_id=rs_id, description=description)
+        for client, rs_id, description in [
+            (photos, "rs-2", {"name": "Beach", "scopes": ["view"], "type": "photo"}),
+            (notes, "rs-1", {"name": "Beach", "scopes": ["read"]}),
+            (photos, "rs-0", {"name": "Alps", "scopes": ["view"]}),
+            (notes, "rs-3", {"name": "Zoo", "scopes": ["read"]}),
+        ]
+    ]
+    make_set(store, photos, "bob", rs_id="rs-bob")
+    # Permissions on "rs-2": one live, one expired, one on a revoked RPT, one on an expired RPT.
+    store.put_permission(make_rpt(store).digest, permission(made[0], expires_at=T + 1))
+    store.put_permission(make_rpt(store).digest, permission(made[0], expires_at=T))
+    store.put_permission(make_rpt(store, revoked=True).digest, permission(made[0]))
+    store.put_permission(make_rpt(store, expires_at=T).digest, permission(made[0]))
+
+    def line(rs_id: str, name: str, kind: str | None, client: Client, n: int = 0) -> Any:
+        client_name = "Notes <b>" if client is notes else "A client"
+        return OwnedResourceSet(rs_id, name, kind, client.client_id, client_name, n)
+
+    everything = [
+        line("rs-0", "Alps", None, photos),
+        line("rs-1", "Beach", None, notes),
+        line("rs-2", "Beach", "photo", photos, 1),
+        line("rs-3", "Zoo", None, notes),
+    ]
+    assert store.resource_sets_of("alice", T, None, 10) == everything
+    assert store.resource_sets_of("alice", T, None, 2) == everything[:2]
+    assert store.resource_sets_of("alice", T, ("Beach", "rs-1"), 2) == everything[2:]
+    assert store.resource_sets_of("alice", T, ("Beach", "rs-2"), 2) == everything[3:]
+    assert store.resource_sets_of("alice", T, ("Zoo", "rs-3"), 2) == []
+    # A cursor whose set is gone still pages on from where it was.
+    assert store.resource_sets_of("alice", T, ("B", "gone"), 1) == everything[1:2]
+    assert store.resource_sets_of("carol", T, None, 10) == []
+    assert store.count_resource_sets_of("alice") == 4
+    assert store.count_resource_sets_of("carol") == 0
 
 
 def test_deleting_a_resource_set_takes_its_tickets_claims_and_permissions(store: Storage) -> None:

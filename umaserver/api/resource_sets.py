@@ -25,8 +25,8 @@ _description_schema = ResourceSetDescription()
 
 
 def policy_uri(rs_id: str) -> str:
-    """The owner's page for this set's policy (the page comes with owner sign-in; the URL is
-    stable now)."""
+    """The owner's page for this set's policy (`pages.policy`: who may do what, for the signed-in
+    owner only)."""
     return runtime().config.url(f"/policy/resource_set/{rs_id}")
 
 

@@ -4,28 +4,16 @@ kept in the database): check them, and explain a decision rule by rule."""
 from __future__ import annotations
 
 from contextlib import suppress
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
-from .. import strict_json
-from ..claims.model import ClaimsError, read_claim_objects
 from ..claims.verifiers import ConfiguredVerifiers
 from ..config import Config, ConfigError, load_config
-from ..policy.decision import redirect_label
 from ..policy.rule_file import PolicyError, load_rules
-from ..services.decision import (
-    AccessRequest,
-    Supplier,
-    any_client,
-    decide_access,
-    gatherable,
-    owner_name,
-    redirect_claims_of_user,
-    sign_in_providers,
-)
+from ..services import explain
+from ..services.decision import owner_name
 from ..services.owner_rules import check_stored_rules, effective_rules
 from . import CLOCK, _config, _store, emit, fail, main
 
@@ -133,16 +121,9 @@ def policy_explain(
         if party is None:
             fail(f"There is no user {party_name!r} (--requesting-party names a local user).")
     try:
-        objects = strict_json.loads(claims_file.read())
-    except ValueError as error:
-        fail(f"The claims file is not JSON: {error}")
-    if not isinstance(objects, list) or not all(
-        isinstance(o, dict) and isinstance(o.get("type"), str) and isinstance(o.get("value"), dict)
-        for o in objects
-    ):
-        fail(
-            "The claims file must be a JSON array of objects with a string type and an object value."
-        )
+        objects = explain.claim_objects(claims_file.read(), "The claims file")
+    except explain.ExplainRefused as refused:
+        fail(refused.description)
     try:
         file_rules = load_rules(config.policies)
     except PolicyError as error:
@@ -150,43 +131,20 @@ def policy_explain(
     rules = effective_rules(store, file_rules, owner, enabled=config.owner_rules)
     verifiers = ConfiguredVerifiers(config)
     verifiers.key_sets.refresh_now()
-    if client_id is not None:
-        found = store.get_client(client_id)
-        if found is None:
-            fail(f"There is no client {client_id!r}.")
-        supplier = Supplier.of(client_id, found.push_claim_types, verifiers)
-    else:
-        supplier = any_client(rules, owner, objects, verifiers, store)
-    now = CLOCK.now()
     try:
-        pushed = read_claim_objects(
-            objects, supplier.client_id, supplier.push_types, verifiers, now
-        )
-    except ClaimsError as error:
-        fail(error.description)
-    claims = list(pushed.claims)
-    if party is not None:
-        # As after the person signed in at the requesting party claims endpoint: their attributes
-        # gathered, and the client one that can send them there.
-        claims.extend(redirect_claims_of_user(party, config.issuer, supplier.client_id, now))
-        can_gather = gatherable(config.issuer, sign_in_providers(config.oidc_issuers), True)
-        supplier = replace(supplier, can_gather=can_gather)
-    decision = decide_access(
-        rules,
-        AccessRequest(
+        answer = explain.explain_access(
+            store,
+            config,
+            verifiers,
+            rules,
             owner=owner,
             resource_set=resource_set,
-            scopes=tuple(scopes),
-            client=supplier,
-            requesting_party=party.sub if party is not None else "-",
-            claims=claims,
-        ),
-    )
-    answer = decision.as_dict()
-    if decision.redirect is not None:
-        # The `name` of the redirect_required entry the server would answer with.
-        names = sign_in_providers(config.oidc_issuers)
-        answer["redirect_required"]["label"] = redirect_label(
-            decision.redirect, config.issuer, names
+            scopes=scopes,
+            objects=objects,
+            client_id=client_id,
+            party=party,
+            now=CLOCK.now(),
         )
+    except explain.ExplainRefused as refused:
+        fail(refused.description)
     emit(answer)

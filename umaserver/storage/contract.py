@@ -34,6 +34,7 @@ from .records import (
     Client,
     Consent,
     InitialAccessToken,
+    OwnedResourceSet,
     Permission,
     RefreshToken,
     ResourceSet,
@@ -294,6 +295,18 @@ class ResourceSets(Protocol):
 
     def list_resource_sets(self, owner: str, client_id: str) -> list[str]:
         """The ids in the order they were registered."""
+        ...
+
+    def resource_sets_of(
+        self, owner: str, now: int, after: tuple[str, str] | None, limit: int
+    ) -> list[OwnedResourceSet]:
+        """One page of the owner's sets across resource servers, ordered by (name, id): at most
+        `limit` of them, those after the (name, id) `after` (None: from the first). Each counts
+        its permissions live at `now`."""
+        ...
+
+    def count_resource_sets_of(self, owner: str) -> int:
+        """How many sets the owner has, across resource servers."""
         ...
 
 

@@ -126,6 +126,20 @@ class ResourceSet:
 
 
 @dataclass(frozen=True)
+class OwnedResourceSet:
+    """One line of an owner's list of resource sets: the set's name and type as registered, the
+    resource server that registered it (its id and registered name), and how many live permissions
+    (unexpired, on an unrevoked, unexpired RPT) are granted on it."""
+
+    id: str
+    name: str
+    type: str | None
+    client_id: str
+    client_name: str
+    permissions: int
+
+
+@dataclass(frozen=True)
 class Ticket:
     digest: str
     owner: str

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..records import (
     ClaimsHandle,
+    OwnedResourceSet,
     ResourceSet,
     Ticket,
 )
@@ -81,6 +82,39 @@ class Resources(Base):
             (owner, client_id),
         ).fetchall()
         return [row["id"] for row in rows]
+
+    def resource_sets_of(
+        self, owner: str, now: int, after: tuple[str, str] | None, limit: int
+    ) -> list[OwnedResourceSet]:
+        after_name, after_id = after if after is not None else ("", "")
+        rows = self.conn.execute(
+            # The page first, then the counts: only for the sets on it.
+            "SELECT page.*, c.name AS client_name,"
+            " (SELECT COUNT(*) FROM permissions p JOIN rpts r ON r.digest = p.rpt_digest"
+            "  WHERE p.resource_set_id = page.id AND p.expires_at > ? AND r.revoked = 0"
+            "  AND r.expires_at > ?) AS permissions"
+            " FROM (SELECT id, name, type, client_id FROM resource_sets"
+            "  WHERE owner = ? AND (? = 0 OR name > ? OR (name = ? AND id > ?))"
+            "  ORDER BY name, id LIMIT ?) page"
+            " JOIN clients c ON c.client_id = page.client_id"
+            " ORDER BY page.name, page.id",
+            (now, now, owner, after is not None, after_name, after_name, after_id, limit),
+        ).fetchall()
+        return [
+            OwnedResourceSet(
+                row["id"],
+                row["name"],
+                row["type"],
+                row["client_id"],
+                row["client_name"],
+                row["permissions"],
+            )
+            for row in rows
+        ]
+
+    def count_resource_sets_of(self, owner: str) -> int:
+        row = self._one("SELECT COUNT(*) AS n FROM resource_sets WHERE owner = ?", (owner,))
+        return int(row["n"]) if row is not None else 0
 
     # -- permission tickets --------------------------------------------------------------------
 

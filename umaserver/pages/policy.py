@@ -1,0 +1,419 @@
+"""The owner's policy pages (issue 12): who may do what on the owner's resource sets.
+
+- `GET /policy`: the signed-in owner's resource sets across resource servers, by name, a page of
+  `PAGE_SIZE` at a time (`after`, `after_name`: the (id, name) of the last set of the page before).
+- `GET /policy/resource_set/<_id>`: a set's page, the `user_access_policy_uri` of its
+  registration: the set as registered (names and URIs from registration shown as text, marked
+  not verified; scopes, icons and links through `untrusted`), the rule file's rules that cover it
+  (the operator's, read-only), the owner's own rules that cover it (edit, delete), a form to add
+  one, the permissions granted on it (revoke), and a form to explain a decision.
+- `POST .../rules` (add), `GET/POST .../rules/<rule_id>` (edit), `POST .../rules/<rule_id>/delete`,
+  `POST .../permissions/revoke`: each answered by a 303 back to the set's page, each logged. A rule
+  form's "Add a condition row" button and a refused form render the form again, nothing changed.
+- `POST .../explain`: the set's page with what the decision would be for a client and claims,
+  rule by rule (`services.explain`, as `policy explain` says it).
+
+Signed out: to sign-in and back. A set that is not the signed-in person's is the same 404 page as
+an unknown one. Every form carries the CSRF token; no script anywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import Blueprint, abort, redirect, request
+from werkzeug.wrappers import Response as BaseResponse
+
+from ..policy.rule_file import OPERATORS
+from ..policy.rules import ResourceSetRef, Rule
+from ..runtime import runtime
+from ..services import explain, owner_permissions, owner_rules
+from ..storage.per_request import storage
+from ..storage.records import ResourceSet, User
+from . import csrf, sessions
+from .rendering import render
+
+bp = Blueprint("policy", __name__, template_folder="templates")
+log = logging.getLogger("umaserver.policy")
+
+PAGE_SIZE = 50
+MAX_ID = 256  # longer is no _id of ours
+MAX_NAME = 4096
+MAX_CLAIMS_TEXT = 64 * 1024
+MAX_ROWS = 20  # condition rows on a form
+ADD_ROW = "add_row"
+_ROW_FIELD = re.compile(r"conditions-(\d+)-(claim|operator|value|types|issuers|hint)")
+
+
+def _when(moment: int) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _parameter(name: str, limit: int) -> str | None:
+    values = request.args.getlist(name)
+    if len(values) > 1:
+        abort(400, description=f"The parameter {name} is given more than once.")
+    if values and len(values[0]) > limit:
+        abort(400, description=f"The parameter {name} is too long.")
+    return values[0] if values else None
+
+
+def _signed_in() -> User:
+    user = sessions.current_user()
+    assert user is not None  # signin_required
+    return user
+
+
+def _owned_set(user: User, rs_id: str) -> ResourceSet:
+    """The set when it is `user`'s; the 404 page otherwise, the same for an unknown id."""
+    found = storage().find_resource_set(rs_id) if len(rs_id) <= MAX_ID else None
+    if found is None or found.owner != user.sub:
+        abort(404)
+    return found
+
+
+def _set_page(rs_id: str) -> str:
+    return runtime().config.url(f"/policy/resource_set/{rs_id}")
+
+
+def _reference_key() -> bytes:
+    return owner_permissions.reference_key(runtime().config.secret_key)
+
+
+def _ref(resource_set: ResourceSet) -> ResourceSetRef:
+    description = resource_set.description
+    return ResourceSetRef(resource_set.id, description["name"], description.get("type"))
+
+
+# -- the owner's rules ------------------------------------------------------------------------
+
+
+def _editing() -> bool:
+    """Whether owners may make rules of their own here (`[policies] owner_rules`)."""
+    return runtime().config.owner_rules
+
+
+def _check_editing() -> None:
+    if not _editing():
+        abort(403, description="The operator of this server has turned owners' own rules off.")
+
+
+# -- what the templates show -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConditionView:
+    claim: str
+    test: str  # "contains 'doctor'"
+    sources: str
+    hint: str | None
+
+
+@dataclass(frozen=True)
+class RuleView:
+    id: str
+    description: str | None
+    scopes: tuple[str, ...]
+    coverage: str
+    conditions: tuple[ConditionView, ...]
+
+
+def _rule_view(rule: Rule) -> RuleView:
+    return RuleView(
+        id=rule.id,
+        description=rule.description,
+        scopes=rule.scopes,
+        coverage=rule.resource_sets.description,
+        conditions=tuple(
+            ConditionView(c.claim, c.description, c.sources(), c.hint) for c in rule.conditions
+        ),
+    )
+
+
+class RuleForm:
+    """A rule form's fields as typed (`owner_rules` names them), its condition rows and the
+    errors next to them; `rows` are the indices of the rows to show."""
+
+    def __init__(
+        self,
+        fields: Mapping[str, Sequence[str]],
+        errors: Mapping[str, str] | None = None,
+        extra_rows: int = 0,
+    ) -> None:
+        self.fields = {name: list(values) for name, values in fields.items()}
+        self.errors = dict(errors or {})
+        indices = [int(m.group(1)) for m in map(_ROW_FIELD.fullmatch, self.fields) if m]
+        shown = max(indices) + 1 if indices else 0
+        self.rows = list(range(min(max(shown + extra_rows, 1), MAX_ROWS)))
+        self.operators = OPERATORS
+
+    @classmethod
+    def empty(cls) -> RuleForm:
+        return cls({"coverage": ["this"]})
+
+    def value(self, name: str) -> str:
+        values = self.fields.get(name) or [""]
+        return values[0]
+
+    def values(self, name: str) -> list[str]:
+        return self.fields.get(name, [])
+
+    def row(self, index: int, part: str) -> str:
+        return f"conditions-{index}-{part}"
+
+    def scope_choices(self, registered: Sequence[str]) -> list[str]:
+        """The set's scopes, and any others the rule grants (a rule covering more sets)."""
+        return list(dict.fromkeys([*registered, *self.values("scopes")]))
+
+    @property
+    def can_add_row(self) -> bool:
+        return len(self.rows) < MAX_ROWS
+
+
+def _rule_fields() -> dict[str, list[str]]:
+    """The rule form's fields as sent (without the token and the buttons)."""
+    fields = request.form.to_dict(flat=False)
+    for name in (csrf.FIELD, ADD_ROW):
+        fields.pop(name, None)
+    return fields
+
+
+@dataclass(frozen=True)
+class ExplainForm:
+    client: str = ""
+    scopes: tuple[str, ...] = ()
+    claims: str = "[]"
+    errors: Mapping[str, str] | None = None
+
+    def error(self, name: str) -> str | None:
+        return (self.errors or {}).get(name)
+
+
+def _render_set(
+    user: User,
+    resource_set: ResourceSet,
+    *,
+    status: int = 200,
+    rule_form: RuleForm | None = None,
+    explain_form: ExplainForm | None = None,
+    explained: dict[str, Any] | None = None,
+) -> BaseResponse:
+    store = storage()
+    now = runtime().clock.now()
+    description = resource_set.description
+    ref = _ref(resource_set)
+    file_rules = [
+        _rule_view(rule)
+        for rule in runtime().policies.rules.rules_for(user.username)
+        if rule.resource_sets.covers(ref)
+    ]
+    own = [
+        _rule_view(found.rule)
+        for found in owner_rules.owner_rules(store, user.username)
+        if found.rule.resource_sets.covers(ref)
+    ]
+    granted = owner_permissions.granted_on(store, resource_set.id, now, _reference_key())
+    scopes = [str(scope) for scope in description.get("scopes", [])]
+    return render(
+        "pages/policy_set.html",
+        status,
+        rs=resource_set,
+        name=description["name"],
+        type=description.get("type"),
+        icon_uri=description.get("icon_uri"),
+        scopes=scopes,
+        client=store.get_client(resource_set.client_id),
+        file_rules=file_rules,
+        own_rules=own,
+        editing=_editing(),
+        rule_form=rule_form or RuleForm.empty(),
+        permissions=[(g, _when(g.expires_at)) for g in granted],
+        explain_form=explain_form or ExplainForm(scopes=tuple(scopes[:1])),
+        explained=explained,
+        action=f"/policy/resource_set/{resource_set.id}",
+    )
+
+
+# -- the list ----------------------------------------------------------------------------------
+
+
+@bp.get("/policy")
+@sessions.signin_required
+def policy_list() -> BaseResponse:
+    user = _signed_in()
+    after_id = _parameter("after", MAX_ID)
+    after_name = _parameter("after_name", MAX_NAME)
+    after = (after_name or "", after_id) if after_id is not None else None
+    store = storage()
+    now = runtime().clock.now()
+    # One more than shown: whether there is a next page.
+    found = store.resource_sets_of(user.sub, now, after, PAGE_SIZE + 1)
+    shown = found[:PAGE_SIZE]
+    following = None
+    if len(found) > PAGE_SIZE:
+        last = shown[-1]
+        following = {"after": last.id, "after_name": last.name}
+    return render(
+        "pages/policy_list.html",
+        user=user,
+        sets=shown,
+        total=store.count_resource_sets_of(user.sub),
+        following=following,
+        paged=after is not None,
+    )
+
+
+# -- one set -----------------------------------------------------------------------------------
+
+
+@bp.get("/policy/resource_set/<rs_id>")
+@sessions.signin_required
+def policy_set(rs_id: str) -> BaseResponse:
+    user = _signed_in()
+    return _render_set(user, _owned_set(user, rs_id))
+
+
+@bp.post("/policy/resource_set/<rs_id>/rules")
+@sessions.signin_required
+def add_rule(rs_id: str) -> BaseResponse:
+    csrf.require()
+    _check_editing()
+    user = _signed_in()
+    resource_set = _owned_set(user, rs_id)
+    fields = _rule_fields()
+    if ADD_ROW in request.form:
+        return _render_set(user, resource_set, rule_form=RuleForm(fields, extra_rows=1))
+    try:
+        rule = owner_rules.rule_from_form(user.username, resource_set.id, fields)
+    except owner_rules.RuleFormError as refused:
+        return _render_set(
+            user, resource_set, status=400, rule_form=RuleForm(fields, refused.errors)
+        )
+    # services.owner_rules logs the change (one line).
+    owner_rules.add_owner_rule(storage(), user.username, rule, runtime().clock.now())
+    return redirect(_set_page(rs_id) + "#own-rules", 303)
+
+
+def _own_rule(user: User, rule_id: str) -> Rule:
+    for found in owner_rules.owner_rules(storage(), user.username):
+        if found.rule.id == rule_id:
+            return found.rule
+    abort(404)
+
+
+def _render_edit(
+    user: User, resource_set: ResourceSet, rule_id: str, form: RuleForm, status: int = 200
+) -> BaseResponse:
+    return render(
+        "pages/policy_rule.html",
+        status,
+        rs=resource_set,
+        name=resource_set.description["name"],
+        scopes=[str(scope) for scope in resource_set.description.get("scopes", [])],
+        rule_id=rule_id,
+        rule_form=form,
+        action=f"/policy/resource_set/{resource_set.id}/rules/{rule_id}",
+    )
+
+
+@bp.get("/policy/resource_set/<rs_id>/rules/<rule_id>")
+@sessions.signin_required
+def edit_rule_page(rs_id: str, rule_id: str) -> BaseResponse:
+    _check_editing()
+    user = _signed_in()
+    resource_set = _owned_set(user, rs_id)
+    rule = _own_rule(user, rule_id)
+    fields = owner_rules.form_from_rule(rule, resource_set.id)
+    return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
+
+
+@bp.post("/policy/resource_set/<rs_id>/rules/<rule_id>")
+@sessions.signin_required
+def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
+    csrf.require()
+    _check_editing()
+    user = _signed_in()
+    resource_set = _owned_set(user, rs_id)
+    _own_rule(user, rule_id)
+    fields = _rule_fields()
+    if ADD_ROW in request.form:
+        return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
+    try:
+        rule = owner_rules.rule_from_form(user.username, resource_set.id, fields, rule_id)
+    except owner_rules.RuleFormError as refused:
+        return _render_edit(user, resource_set, rule_id, RuleForm(fields, refused.errors), 400)
+    if not owner_rules.replace_owner_rule(storage(), user.username, rule, runtime().clock.now()):
+        abort(404)
+    return redirect(_set_page(rs_id) + "#own-rules", 303)
+
+
+@bp.post("/policy/resource_set/<rs_id>/rules/<rule_id>/delete")
+@sessions.signin_required
+def delete_rule(rs_id: str, rule_id: str) -> BaseResponse:
+    csrf.require()
+    _check_editing()
+    user = _signed_in()
+    _owned_set(user, rs_id)
+    if not owner_rules.delete_owner_rule(storage(), user.username, rule_id, runtime().clock.now()):
+        abort(404)
+    return redirect(_set_page(rs_id) + "#own-rules", 303)
+
+
+@bp.post("/policy/resource_set/<rs_id>/permissions/revoke")
+@sessions.signin_required
+def revoke_permission(rs_id: str) -> BaseResponse:
+    csrf.require()
+    user = _signed_in()
+    _owned_set(user, rs_id)
+    sent = request.form.getlist("permission")
+    if len(sent) != 1 or not sent[0] or len(sent[0]) > 128:
+        abort(400, description="This form is incomplete. Go back, reload the page and try again.")
+    # Revoked already (or never granted): the page shows it is gone either way.
+    if owner_permissions.revoke(storage(), rs_id, sent[0], _reference_key()):
+        log.info("permission revoked owner=%r resource_set=%r", user.username, rs_id)
+    return redirect(_set_page(rs_id) + "#permissions", 303)
+
+
+@bp.post("/policy/resource_set/<rs_id>/explain")
+@sessions.signin_required
+def explain_decision(rs_id: str) -> BaseResponse:
+    csrf.require()
+    user = _signed_in()
+    resource_set = _owned_set(user, rs_id)
+    client = request.form.get("client", "").strip()
+    scopes = tuple(request.form.getlist("scopes"))
+    claims_text = request.form.get("claims", "").strip() or "[]"
+    form = ExplainForm(client, scopes, claims_text)
+    errors: dict[str, str] = {}
+    if len(client) > MAX_ID:
+        errors["client"] = "This is no client_id of this server."
+    if not scopes:
+        errors["scopes"] = "Choose at least one scope."
+    if len(claims_text) > MAX_CLAIMS_TEXT:
+        errors["claims"] = f"The claims are longer than {MAX_CLAIMS_TEXT} characters."
+    explained = None
+    if not errors:
+        try:
+            explained = explain.explain_access(
+                storage(),
+                runtime().config,
+                runtime().verifiers,
+                runtime().rules_for(storage(), user.username),
+                owner=user.username,
+                resource_set=resource_set,
+                scopes=scopes,
+                objects=explain.claim_objects(claims_text),
+                client_id=client or None,
+                party=None,
+                now=runtime().clock.now(),
+            )
+        except explain.ExplainRefused as refused:
+            errors[refused.field] = refused.description
+    status = 400 if errors else 200
+    form = ExplainForm(client, scopes, claims_text, errors)
+    return _render_set(user, resource_set, status=status, explain_form=form, explained=explained)
