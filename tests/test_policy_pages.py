@@ -19,7 +19,16 @@ from markupsafe import escape
 
 from umaserver import secrets_at_rest
 
-from .conftest import CLI, Party, Store, make_party, make_person, stored_permissions
+from .conftest import (
+    CLI,
+    Party,
+    Store,
+    make_party,
+    make_person,
+    store_owner_rule_as_is,
+    stored_permissions,
+    write_config,
+)
 from .flows import EMPLOYEE, FlaskApi, Flow
 from .pages_helpers import TOKEN, sign_in
 
@@ -480,3 +489,39 @@ def test_someone_elses_rule_cannot_be_edited_or_deleted(
     assert bob.post(path, data={**NURSES, "csrf_token": token}).status_code == 404
     assert bob.post(f"{path}/delete", data={"csrf_token": token}).status_code == 404
     assert own_rule_ids(alice, flow) == [rule_id]
+
+
+class TestOwnerRulesSwitchedOff:
+    """`[policies] owner_rules = false`: the forms are gone, their POSTs are refused, and rules an
+    owner stored before count for nothing."""
+
+    @pytest.fixture
+    def config_path(self, tmp_path: Path, rules_text: str) -> Path:
+        (tmp_path / "policies.toml").write_text(rules_text, encoding="utf-8")
+        path = write_config(tmp_path)
+        text = path.read_text(encoding="utf-8").replace('policies = "policies.toml"\n', "")
+        path.write_text(
+            text + '\n[policies]\nfile = "policies.toml"\nowner_rules = false\n', encoding="utf-8"
+        )
+        return path
+
+    def test_no_forms_and_their_posts_are_refused(self, alice: FlaskClient, flow: Flow) -> None:
+        page = alice.get(page_of(flow))
+        assert page.status_code == 200
+        assert 'action="' + page_of(flow) + '/rules"' not in page.text
+        token = token_on(alice, page_of(flow))
+        for action in ("/rules", "/rules/o-x", "/rules/o-x/delete"):
+            refused = alice.post(page_of(flow) + action, data={**NURSES, "csrf_token": token})
+            assert refused.status_code == 403, action
+        assert own_rule_ids(alice, flow) == []
+
+    def test_a_rule_stored_before_grants_nothing(self, store: Store, flow: Flow) -> None:
+        table = {
+            "id": "o-before",
+            "owner": "alice",
+            "scopes": ["view"],
+            "resource_sets": {"ids": [flow.rs_id]},
+        }
+        assert store_owner_rule_as_is(store, "alice", "o-before", table)
+        reply = flow.ask(flow.ticket("view"))  # with owner rules on, o-before would grant it
+        assert reply.status == 403 and reply.json["need_claims"][0]["name"] == "role"
