@@ -1,0 +1,2 @@
+-- Version 7: owner rules (a stand-in on the fetching branch: the owner-rules branch brings the
+-- real migration, which replaces this file at merge).
