@@ -13,6 +13,7 @@ from pathlib import Path
 from .accounts import Accounts
 from .base import connect
 from .evidence import Evidence
+from .fetched import FetchedUris
 from .identity_links import IdentityLinks
 from .oauth import OAuth
 from .resources import Resources
@@ -22,7 +23,9 @@ from .tokens import Tokens
 __all__ = ["SQLiteStorage", "connect"]
 
 
-class SQLiteStorage(Accounts, Resources, Evidence, Tokens, OAuth, Sessions, IdentityLinks):
+class SQLiteStorage(
+    Accounts, Resources, Evidence, Tokens, OAuth, Sessions, IdentityLinks, FetchedUris
+):
     """The contract's operations over one SQLite connection (see `contract.Storage`)."""
 
     @classmethod
