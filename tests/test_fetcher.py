@@ -4,10 +4,18 @@ how it treats redirects, large and slow answers from a real server on loopback (
 
 from __future__ import annotations
 
+import datetime
 import socket
+import ssl
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from umaserver.fetching import addresses
 from umaserver.fetching.fetcher import Fetcher, FetchError, connect_tcp, target
@@ -180,9 +188,9 @@ def test_default_ports_and_any_port() -> None:
 
 
 @pytest.fixture
-def web() -> FakeWeb:
+def web() -> Iterator[FakeWeb]:
     with FakeWeb() as started:
-        yield started  # type: ignore[misc]
+        yield started
 
 
 def loopback(timeout: float = 5, max_bytes: int = 1000) -> Fetcher:
@@ -252,3 +260,55 @@ def test_without_allow_loopback_the_loopback_server_is_never_asked(web: FakeWeb)
     with pytest.raises(FetchError, match="loopback"):
         Fetcher(1, 1000).fetch(web.url("/a"), "*/*")
     assert web.requests == []
+
+
+def _certificate(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """A self-signed certificate for `name` and its key, as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+@pytest.mark.parametrize(("served_as", "works"), [("scopes.test", True), ("other.test", False)])
+def test_https_to_the_checked_address_checks_the_certificate_for_the_uri_host(
+    web: FakeWeb, tmp_path: Path, served_as: str, works: bool
+) -> None:
+    cert_path, key_path = _certificate(tmp_path, served_as)
+    server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_side.load_cert_chain(cert_path, key_path)
+    web.server.socket = server_side.wrap_socket(web.server.socket, server_side=True)
+    web.routes["/read.json"] = Route(body=b'{"name": "Read"}', content_type="application/json")
+    trusting = ssl.create_default_context(cafile=str(cert_path))
+    fetcher = Fetcher(
+        2, 1000, True, resolver=lambda host: ["127.0.0.1"], connect=connect_tcp, tls=trusting
+    )
+    uri = f"https://scopes.test:{web.port}/read.json"
+    if works:
+        assert fetcher.fetch(uri, "application/json").body == b'{"name": "Read"}'
+        assert web.requests[0][1]["Host"] == f"scopes.test:{web.port}"
+    else:
+        with pytest.raises(FetchError, match="certificate"):
+            fetcher.fetch(uri, "application/json")
+        assert web.requests == []

@@ -34,7 +34,7 @@ log = logging.getLogger("umaserver.fetching")
 
 FIRST_RETRY = 30  # seconds after a first failure
 BATCH = 8  # rows one step takes
-POLL_INTERVAL = 2.0  # seconds between looks at the queue when it was empty
+POLL_INTERVAL = 5.0  # seconds between looks at the queue when it was empty (requests wake it)
 
 
 def retry_delay(failures: int, retry_max: int) -> int:
