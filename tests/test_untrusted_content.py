@@ -317,8 +317,17 @@ def test_a_checked_client_page_is_linked_through_the_interstitial(
     assert "script-src" not in answer.headers["Content-Security-Policy"]
 
 
-def test_an_unknown_link_id_or_a_raw_url_is_a_404_page(http: FlaskClient) -> None:
-    for path in ("/link/no-such-id", "/link/https%3A%2F%2Fevil.example%2F"):
+def test_an_unknown_link_id_or_a_raw_url_is_a_404_page(
+    app: Flask, http: FlaskClient, store: Store, job: FetchJob
+) -> None:
+    scope(app, "https://evil.example/scope")  # a row, but of a scope description
+    not_a_page = row(store, "https://evil.example/scope", "scope").id
+    for path in (
+        "/link/no-such-id",
+        "/link/https%3A%2F%2Fevil.example%2F",
+        "/link/https://evil.example/",
+        f"/link/{not_a_page}",
+    ):
         answer = http.get(path)
         assert answer.status_code == 404
         assert answer.headers["Content-Type"].startswith("text/html")

@@ -111,7 +111,8 @@ def _never_checked(uri: str) -> bool:
 @bp.get("/link/<path:row_id>")  # any path: a URL pasted here gets the 404 page too
 def interstitial(row_id: str) -> Response:
     row = storage().fetched_uri_by_id(row_id)
-    if row is None or not is_fetchable(row.uri):
+    # Only links to pages: the ids of scope descriptions and images lead nowhere here.
+    if row is None or row.kind != "page" or not is_fetchable(row.uri):
         abort(404)
     return render("pages/link.html", row=row)
 
