@@ -131,13 +131,14 @@ class FetchJob(BackgroundJob):
         )
         if recorded and found.icon_uri is not None:
             queue(storage, found.icon_uri, "image", now)
-        log.info("checked %s (%s)", row.uri, row.kind)
+        # Routine, and a registrant's doing rather than the operator's: DEBUG, not INFO.
+        log.debug("checked %s (%s)", row.uri, row.kind)
 
     def _failed(self, storage: Storage, row: FetchedUri, reason: str) -> None:
         now = self._clock.now()
         delay = retry_delay(row.failures + 1, self.settings.retry_max)
         storage.record_fetch_failure(row.id, row.claimed_until, now, now + delay, reason[:500])
-        log.info("%s (%s) not checked: %s; next try in %d s", row.uri, row.kind, reason, delay)
+        log.debug("%s (%s) not checked: %s; next try in %d s", row.uri, row.kind, reason, delay)
 
     def _run(self) -> None:
         while not self._stopping.is_set():
