@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from umaserver.config import ConfigError, Limits, load_config
+from umaserver.config import ConfigError, FetchSettings, Limits, load_config
 
 from .conftest import ROOT, SECRET
 from .oidc_fixtures import jwks_of, make_rsa_key
@@ -238,6 +238,7 @@ def test_the_example_is_complete_but_has_no_secret(tmp_path: Path) -> None:
     )
     assert config.issuer == "http://127.0.0.1:8080"
     assert config.limits == Limits()  # the example says the defaults
+    assert config.fetch == FetchSettings()
     assert config.maintenance.prune_interval == 300
     assert config.registration.open is False
     assert config.policies == tmp_path / "policies.example.toml"
@@ -257,6 +258,23 @@ def test_the_rule_file_alone_or_a_policies_table(tmp_path: Path) -> None:
         "policies.file: missing",
         "policies.owner_rules: must be true or false, not an integer",
         "policies.owner: unknown key",
+    ]
+
+
+def test_fetch_settings_are_read_and_checked(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    assert config.fetch == FetchSettings(5, 256 * 1024, 86400, 3600, False)
+    assert config.fetch.allow_loopback is False
+    text = (
+        GOOD + "[fetch]\ntimeout = 2\nmax_bytes = 1000\ncache_lifetime = 60\nretry_max = 120\n"
+        "allow_loopback = true\n"
+    )
+    assert load_config(write(tmp_path, text)).fetch == FetchSettings(2, 1000, 60, 120, True)
+    bad = GOOD + '[fetch]\ntimeout = 0\nallow_loopback = "yes"\nfollow_redirects = true\n'
+    assert errors_of(tmp_path, bad) == [
+        "fetch.timeout: must be greater than 0",
+        "fetch.allow_loopback: must be true or false, not a string",
+        "fetch.follow_redirects: unknown key",
     ]
 
 

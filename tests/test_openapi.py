@@ -19,7 +19,8 @@ from umaserver.pages.rendering import PAGE_BLUEPRINTS
 from .conftest import ROOT, Party
 
 # Routes that are not part of the JSON API the document describes.
-UNDOCUMENTED = {"/static/<path:filename>", "/openapi.json"}
+# /images/...: checked icons and logos, for the pages' <img> elements, not the JSON API.
+UNDOCUMENTED = {"/static/<path:filename>", "/openapi.json", "/images/<image_id>"}
 # Flask answers these on every route by itself.
 AUTOMATIC = {"HEAD", "OPTIONS"}
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}

@@ -28,6 +28,8 @@ from .api import (
 from .claims.verifiers import ConfiguredVerifiers
 from .clock import Clock, SystemClock
 from .config import Config, load_config
+from .fetching import running
+from .fetching.job import FetchJob
 from .pages import account, authorize, external_signin, policy, rqp_claims, untrusted
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
@@ -90,6 +92,12 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     )
     pruning.start()
     weakref.finalize(app, pruning.stop)
+    # What registrations point at is fetched and checked on a thread of its own (issue 12): a
+    # request only queues a URI and reads what was found.
+    fetching = FetchJob(opener, clock, config.fetch)
+    running.install(app, fetching)
+    fetching.start()
+    weakref.finalize(app, fetching.stop)
 
     error_responses.register_error_handlers(app)
     app.after_request(_no_store)

@@ -118,6 +118,21 @@ class RegistrationSettings:
 
 
 @dataclass(frozen=True)
+class FetchSettings:
+    # Fetching what registrations point at (scope descriptions, icons, logos, client pages), in
+    # the background: seconds for a whole exchange, bytes of a body at most, seconds a result is
+    # kept before it is fetched again, and the longest wait (seconds) between retries after
+    # failures (the wait doubles from 30 s up to it).
+    timeout: int = 5
+    max_bytes: int = 256 * 1024
+    cache_lifetime: int = 86400
+    retry_max: int = 3600
+    # Lets fetches reach 127.0.0.0/8 and ::1 (tests, local development); never other private
+    # addresses.
+    allow_loopback: bool = False
+
+
+@dataclass(frozen=True)
 class Config:
     issuer: str
     database: Path
@@ -134,6 +149,7 @@ class Config:
     registration: RegistrationSettings = RegistrationSettings()
     sessions: SessionSettings = SessionSettings()
     signin: SigninSettings = SigninSettings()
+    fetch: FetchSettings = FetchSettings()
     saml_idps: tuple[SamlIdp, ...] = ()
     oidc_issuers: tuple[OidcIssuer, ...] = ()
     source: Path | None = None
@@ -405,6 +421,15 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
             "signin.account_max_failures: must be at least max_failures (the account from"
             " anywhere counts every address's failures)"
         )
+    section = top.section("fetch")
+    fetch = FetchSettings(
+        **{
+            name: section.take(name, int, getattr(FetchSettings, name), positive)
+            for name in ("timeout", "max_bytes", "cache_lifetime", "retry_max")
+        },
+        allow_loopback=section.take("allow_loopback", bool, FetchSettings.allow_loopback),
+    )
+    section.finish()
     saml_idps = [_saml_idp(reader, base) for reader in top.tables("saml_idps")]
     oidc_issuers = [_oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
     _no_repeats("saml_idps", [idp.entity_id for idp in saml_idps if idp], "entity_id", errors)
@@ -427,6 +452,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         registration=registration,
         sessions=sessions,
         signin=signin,
+        fetch=fetch,
         saml_idps=tuple(idp for idp in saml_idps if idp is not None),
         oidc_issuers=tuple(issuer for issuer in oidc_issuers if issuer is not None),
         source=source,

@@ -243,3 +243,12 @@ def test_what_a_closed_handle_committed_stays(store_factory: StoreFactory) -> No
     user = make_user(store, "closer")
     store.close()
     assert store_factory().get_user_by_username("closer") == user
+
+
+def test_of_racers_claiming_fetch_work_each_row_goes_to_one(store_factory: StoreFactory) -> None:
+    first = store_factory()
+    for index in range(40):
+        first.queue_uri(f"https://a.example/{index}", "page", f"row-{index}", T)
+    taken = race(store_factory, lambda handle, racer: handle.claim_fetch_work(T, T + 30, 5))
+    ids = [row.id for rows in taken for row in rows]
+    assert sorted(ids) == sorted(f"row-{index}" for index in range(40))

@@ -18,6 +18,7 @@ from umaserver.storage.records import (
     AssertionUse,
     Client,
     Consent,
+    FetchedImage,
     InitialAccessToken,
     OwnedResourceSet,
     Permission,
@@ -1314,3 +1315,97 @@ def test_deleting_a_user_takes_their_rules_and_version(store: Storage) -> None:
     assert [rule.id for rule in store.all_owner_rules()] == ["o-b"]
     # The id is free again.
     assert store.add_owner_rule("o-a", bob.sub, owner_rule("o-a", bob.username), T)
+
+
+# -- fetched URIs and images ----------------------------------------------------------------------
+
+SCOPE_URI = "https://scopes.example/read"
+
+
+def test_a_uri_is_queued_once_per_kind(store: Storage) -> None:
+    assert store.queue_uri(SCOPE_URI, "scope", "row-1", T) is True
+    assert store.queue_uri(SCOPE_URI, "scope", "row-2", T + 1) is False
+    assert store.queue_uri(SCOPE_URI, "page", "row-3", T) is True
+    queued = store.get_fetched_uri(SCOPE_URI, "scope")
+    assert queued is not None
+    assert (queued.id, queued.status, queued.next_try_at, queued.failures) == (
+        "row-1",
+        "pending",
+        T,
+        0,
+    )
+    assert store.fetched_uri_by_id("row-3") == store.get_fetched_uri(SCOPE_URI, "page")
+    assert store.fetched_uri_by_id("row-9") is None
+    assert store.get_fetched_uri(SCOPE_URI, "image") is None
+
+
+def test_due_work_is_claimed_once_until_its_lease_ends(store: Storage) -> None:
+    store.queue_uri("https://a.example/1", "page", "a", T)
+    store.queue_uri("https://a.example/2", "page", "b", T + 5)
+    store.queue_uri("https://a.example/3", "page", "c", T + 100)  # not due yet
+    taken = store.claim_fetch_work(T + 10, T + 40, 10)
+    assert [row.id for row in taken] == ["a", "b"]
+    assert all(row.claimed_until == T + 40 for row in taken)
+    assert store.claim_fetch_work(T + 20, T + 50, 10) == []
+    # A lease that ran out (a process died mid-fetch) lets another take the row.
+    assert [row.id for row in store.claim_fetch_work(T + 40, T + 70, 1)] == ["a"]
+    # The first holder's late result is not recorded over the new lease.
+    assert store.record_fetch_failure("a", T + 40, T + 41, T + 100, "late") is False
+    assert store.record_fetch_failure("a", T + 70, T + 41, T + 100, "timeout") is True
+    failed = store.fetched_uri_by_id("a")
+    assert failed is not None
+    assert (failed.status, failed.failures, failed.next_try_at, failed.reason) == (
+        "failed",
+        1,
+        T + 100,
+        "timeout",
+    )
+    assert failed.claimed_until == 0
+
+
+def test_a_checked_image_is_stored_and_replaced_by_the_next(store: Storage) -> None:
+    store.queue_uri("https://a.example/i.png", "image", "i", T)
+    (row,) = store.claim_fetch_work(T, T + 30, 5)
+    first = FetchedImage("img-1", "image/png", b"\x89PNG...", T)
+    assert store.record_fetch_checked(
+        "i", row.claimed_until, T, T + 3600, content_type="image/png", image=first
+    )
+    checked = store.fetched_uri_by_id("i")
+    assert checked is not None
+    assert (checked.status, checked.image_id, checked.expires_at, checked.next_try_at) == (
+        "checked",
+        "img-1",
+        T + 3600,
+        T + 3600,
+    )
+    assert store.get_fetched_image("img-1") == first
+    assert store.get_fetched_image("img-1").size == 7  # type: ignore[union-attr]
+    assert store.claim_fetch_work(T + 3599, T + 3630, 5) == []
+    (again,) = store.claim_fetch_work(T + 3600, T + 3630, 5)
+    second = FetchedImage("img-2", "image/gif", b"GIF89a...", T + 3600)
+    assert store.record_fetch_checked(
+        "i", again.claimed_until, T + 3600, T + 7200, content_type="image/gif", image=second
+    )
+    assert store.get_fetched_image("img-1") is None
+    assert store.get_fetched_image("img-2") == second
+    # A failure forgets the result and its image.
+    (third,) = store.claim_fetch_work(T + 7200, T + 7230, 5)
+    assert store.record_fetch_failure("i", third.claimed_until, T + 7200, T + 7230, "gone")
+    assert store.get_fetched_image("img-2") is None
+    failed = store.fetched_uri_by_id("i")
+    assert failed is not None and failed.image_id is None and failed.content_type is None
+
+
+def test_a_scope_description_is_recorded(store: Storage) -> None:
+    store.queue_uri(SCOPE_URI, "scope", "s", T)
+    (row,) = store.claim_fetch_work(T, T + 30, 5)
+    assert store.record_fetch_checked(
+        "s", row.claimed_until, T, T + 60, name="Read", icon_uri="https://scopes.example/r.png"
+    )
+    checked = store.get_fetched_uri(SCOPE_URI, "scope")
+    assert checked is not None
+    assert (checked.name, checked.icon_uri, checked.failures) == (
+        "Read",
+        "https://scopes.example/r.png",
+        0,
+    )

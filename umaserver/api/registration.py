@@ -18,6 +18,8 @@ from flask import Blueprint, Response, jsonify, request
 
 from ..claims.model import REDIRECT_TYPE
 from ..errors import InvalidRequest, InvalidToken, MissingToken, echo
+from ..fetching import running
+from ..fetching.queue import queue_client
 from ..runtime import runtime
 from ..services import clients
 from ..services.clients import ClientSettings
@@ -122,10 +124,17 @@ def register() -> Response:
         read_settings(_body()), allowed, "by the initial access token (or without one)"
     )
     issued = clients.create_client(storage(), runtime().clock.now(), settings, dynamic=True)
+    _queue_uris(issued.client)
     secrets: dict[str, Any] = {"registration_access_token": issued.registration_token}
     if issued.secret is not None:
         secrets["client_secret"] = issued.secret
     return _answer(issued.client, 201, secrets)
+
+
+def _queue_uris(client: Client) -> None:
+    """Its logo_uri and client_uri are checked in the background (issue 12), never here."""
+    queue_client(storage(), client.metadata, runtime().clock.now())
+    running.wake()
 
 
 def _registered(client_id: str) -> Client:
@@ -162,6 +171,7 @@ def update_client(client_id: str) -> Response:
     updated = clients.update_client(storage(), client, settings)
     if updated is None:  # deleted in between
         raise _invalid("The registration access token is not this client's.")
+    _queue_uris(updated)
     return _answer(updated, 200)
 
 

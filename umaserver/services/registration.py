@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import secrets_at_rest
 from ..errors import InvalidResourceSetId, InvalidScope, echo
+from ..fetching.queue import queue_resource_set
 from ..storage import Storage
 from ..storage.records import AccessToken, ResourceSet, Ticket
 
@@ -17,7 +18,10 @@ def create_resource_set(
 ) -> ResourceSet:
     # "_id is an opaque random string, never a counter."
     resource_set = ResourceSet(secrets_at_rest.new_id(), pat.owner, pat.client_id, description)
-    storage.add_resource_set(resource_set, now)
+    with storage.transaction():
+        storage.add_resource_set(resource_set, now)
+        # Its scope descriptions and icon are fetched in the background, never here.
+        queue_resource_set(storage, description, now)
     return resource_set
 
 
@@ -25,7 +29,7 @@ def replace_resource_set(
     storage: Storage, now: int, pat: AccessToken, rs_id: str, description: dict[str, Any]
 ) -> bool:
     """Replaces the description of one of this owner's and resource server's sets; False when
-    there is none. A scope the update removes is taken out of the open tickets that ask for it (a
+    there is none. Its scope descriptions and icon are queued for the fetch job. A scope the update removes is taken out of the open tickets that ask for it (a
     ticket left with none is finished) and out of the permissions on the set (a permission left
     with none is deleted), in the same transaction."""
     with storage.transaction():
@@ -33,6 +37,7 @@ def replace_resource_set(
         if existing is None:
             return False
         storage.replace_resource_set(rs_id, pat.owner, pat.client_id, description, now)
+        queue_resource_set(storage, description, now)
         kept = set(description["scopes"])
         if set(existing.description["scopes"]) <= kept:
             return True

@@ -33,6 +33,9 @@ from .records import (
     ClaimsHandle,
     Client,
     Consent,
+    FetchedImage,
+    FetchedUri,
+    FetchKind,
     InitialAccessToken,
     OwnedResourceSet,
     Permission,
@@ -475,6 +478,51 @@ class OwnerRules(Protocol):
         ...
 
 
+class FetchedUris(Protocol):
+    """The queue and cache of URIs checked in the background: any process's job may take a due
+    row (`claim_fetch_work` is atomic: of racers, one gets each row), and records what it found
+    only while its lease (`claimed_until`) is still the row's."""
+
+    def queue_uri(self, uri: str, kind: FetchKind, row_id: str, now: int) -> bool:
+        """Adds (uri, kind) as pending, due now, under `row_id`; False when it is there already
+        (nothing changes)."""
+        ...
+
+    def get_fetched_uri(self, uri: str, kind: FetchKind) -> FetchedUri | None: ...
+
+    def fetched_uri_by_id(self, row_id: str) -> FetchedUri | None: ...
+
+    def claim_fetch_work(self, now: int, claimed_until: int, limit: int) -> list[FetchedUri]:
+        """Takes at most `limit` rows due at `now` (`next_try_at <= now`, no lease beyond now),
+        the longest due first, leasing them until `claimed_until`; what it took."""
+        ...
+
+    def record_fetch_checked(
+        self,
+        row_id: str,
+        claimed_until: int,
+        now: int,
+        expires_at: int,
+        *,
+        name: str | None = None,
+        icon_uri: str | None = None,
+        content_type: str | None = None,
+        image: FetchedImage | None = None,
+    ) -> bool:
+        """Records a good result (the image, if any, stored and the row's previous one deleted),
+        due again at `expires_at`; False when the lease is no longer this one."""
+        ...
+
+    def record_fetch_failure(
+        self, row_id: str, claimed_until: int, now: int, next_try_at: int, reason: str
+    ) -> bool:
+        """Records a failure (one more in a row; the previous result and image forgotten), due
+        again at `next_try_at`; False when the lease is no longer this one."""
+        ...
+
+    def get_fetched_image(self, image_id: str) -> FetchedImage | None: ...
+
+
 class Storage(
     Clients,
     InitialAccessTokens,
@@ -495,6 +543,7 @@ class Storage(
     SigninFailures,
     IdentityLinks,
     OwnerRules,
+    FetchedUris,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

@@ -10,6 +10,8 @@ from .. import secrets_at_rest
 
 TicketState = Literal["open", "granted", "finished"]
 HandleState = Literal["open", "used", "void"]
+FetchKind = Literal["scope", "image", "page"]
+FetchStatus = Literal["pending", "checked", "failed"]
 
 
 @dataclass(frozen=True)
@@ -272,3 +274,44 @@ class StoredOwnerRule:
     rule: dict[str, Any]
     created_at: int
     updated_at: int
+
+
+@dataclass(frozen=True)
+class FetchedUri:
+    """A URI from a registration and what checking it found: a scope description (`scope`: its
+    `name` and `icon_uri`), an image (`image`: `image_id` of the stored copy) or a web page
+    (`page`). One row per (uri, kind); `id` is random (the interstitial's `/link/<id>`).
+    `status` pending, checked (the result holds until `expires_at`) or failed (`failures` in a
+    row, `reason` why). Due for a fetch from `next_try_at` when no one holds it
+    (`claimed_until`, a lease)."""
+
+    id: str
+    uri: str
+    kind: FetchKind
+    status: FetchStatus
+    created_at: int
+    next_try_at: int
+    name: str | None = None
+    icon_uri: str | None = None
+    content_type: str | None = None
+    image_id: str | None = None
+    reason: str | None = None
+    checked_at: int | None = None
+    expires_at: int | None = None
+    failures: int = 0
+    claimed_until: int = 0
+
+
+@dataclass(frozen=True)
+class FetchedImage:
+    """An image that passed the check (PNG, JPEG, GIF or WebP, its type told by its bytes),
+    served by this server under its random `id`."""
+
+    id: str
+    content_type: str
+    data: bytes = field(repr=False)
+    fetched_at: int
+
+    @property
+    def size(self) -> int:
+        return len(self.data)

@@ -232,3 +232,33 @@ CREATE TABLE IF NOT EXISTS owner_rule_versions (
     owner   TEXT PRIMARY KEY REFERENCES users (sub) ON DELETE CASCADE,
     version INTEGER NOT NULL
 );
+
+-- What registrations point at, checked in the background: the queue and cache of fetched URIs,
+-- and the images that passed the check (see migrations/0008_fetched_content.sql).
+CREATE TABLE IF NOT EXISTS fetched_images (
+    id           TEXT PRIMARY KEY,
+    content_type TEXT NOT NULL
+        CHECK (content_type IN ('image/png', 'image/jpeg', 'image/gif', 'image/webp')),
+    bytes        BLOB NOT NULL,
+    size         INTEGER NOT NULL,
+    fetched_at   INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS fetched_uris (
+    id            TEXT PRIMARY KEY,
+    uri           TEXT NOT NULL,
+    kind          TEXT NOT NULL CHECK (kind IN ('scope', 'image', 'page')),
+    status        TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'checked', 'failed')),
+    name          TEXT,
+    icon_uri      TEXT,
+    content_type  TEXT,
+    image_id      TEXT REFERENCES fetched_images (id) ON DELETE SET NULL,
+    reason        TEXT,
+    created_at    INTEGER NOT NULL,
+    checked_at    INTEGER,
+    expires_at    INTEGER,
+    failures      INTEGER NOT NULL DEFAULT 0,
+    next_try_at   INTEGER NOT NULL,
+    claimed_until INTEGER NOT NULL DEFAULT 0,
+    UNIQUE (uri, kind)
+);
+CREATE INDEX IF NOT EXISTS fetched_uris_by_next_try ON fetched_uris (next_try_at);

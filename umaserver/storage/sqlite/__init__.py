@@ -13,6 +13,7 @@ from pathlib import Path
 from .accounts import Accounts
 from .base import connect
 from .evidence import Evidence
+from .fetched import FetchedUris
 from .identity_links import IdentityLinks
 from .oauth import OAuth
 from .owner_rules import OwnerRules
@@ -24,7 +25,15 @@ __all__ = ["SQLiteStorage", "connect"]
 
 
 class SQLiteStorage(
-    Accounts, Resources, Evidence, Tokens, OAuth, Sessions, IdentityLinks, OwnerRules
+    Accounts,
+    Resources,
+    Evidence,
+    Tokens,
+    OAuth,
+    Sessions,
+    IdentityLinks,
+    OwnerRules,
+    FetchedUris,
 ):
     """The contract's operations over one SQLite connection (see `contract.Storage`)."""
 

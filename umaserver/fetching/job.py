@@ -1,0 +1,152 @@
+"""The background job that checks queued URIs: any process's job takes due rows of
+`fetched_uris` (a lease in one write transaction, so several processes on one database share the
+work and never fetch one row twice at once), fetches each with the safe fetcher, and records what
+it found:
+
+- `scope`: the description's `name` (and `icon_uri`, which is queued as an image in turn);
+- `image`: the image itself, stored in the database under a new random id (the old one deleted);
+- `page`: that it is a web page.
+
+A good result is kept `[fetch] cache_lifetime` seconds, then the row is due again (until the
+refetch, the old result stands). A failure forgets the result and retries after 30 s, then twice
+as long each time, at most `retry_max` seconds. Times in the database are the app's clock's;
+deadlines of fetches are `time.monotonic`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .. import secrets_at_rest
+from ..background import BackgroundJob
+from ..clock import Clock
+from ..config import FetchSettings
+from ..storage import Storage
+from ..storage.records import FetchedImage, FetchedUri
+from . import content
+from .fetcher import Fetcher, FetchError
+from .queue import queue
+
+log = logging.getLogger("umaserver.fetching")
+
+FIRST_RETRY = 30  # seconds after a first failure
+BATCH = 8  # rows one step takes
+POLL_INTERVAL = 5.0  # seconds between looks at the queue when it was empty (requests wake it)
+
+
+def retry_delay(failures: int, retry_max: int) -> int:
+    """Seconds until the next try after `failures` failures in a row."""
+    return int(min(retry_max, FIRST_RETRY * 2 ** min(max(failures - 1, 0), 30)))
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a good fetch found, ready to record."""
+
+    name: str | None = None
+    icon_uri: str | None = None
+    content_type: str | None = None
+    image: bytes | None = None
+
+
+def check(fetcher: Fetcher, row: FetchedUri) -> Found:
+    """Fetches the row's URI and checks the answer for its kind; FetchError when it fails."""
+    if row.kind == "page":
+        fetched = fetcher.fetch(row.uri, content.ACCEPT["page"], read_body=False)
+        return Found(content_type=content.page_type(fetched))
+    fetched = fetcher.fetch(row.uri, content.ACCEPT[row.kind])
+    if row.kind == "image":
+        return Found(content_type=content.image_type(fetched), image=fetched.body)
+    described = content.scope_description(fetched)
+    return Found(name=described.name, icon_uri=described.icon_uri, content_type="application/json")
+
+
+class FetchJob(BackgroundJob):
+    """Checks due URIs on a daemon thread; `run_once` is its one step."""
+
+    def __init__(
+        self,
+        open_storage: Callable[[], Storage],
+        clock: Clock,
+        settings: FetchSettings,
+        fetcher: Fetcher | None = None,
+    ) -> None:
+        self._open_storage = open_storage
+        self._clock = clock
+        self.settings = settings
+        self.fetcher = fetcher or Fetcher(
+            settings.timeout, settings.max_bytes, settings.allow_loopback
+        )
+        self._wake = threading.Event()
+        super().__init__("umaserver-fetch")
+
+    def wake(self) -> None:
+        """Look at the queue now (something was queued)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._wake.set()
+        super().stop()
+
+    def run_once(self, limit: int = BATCH) -> int:
+        """Takes at most `limit` due rows and checks them, now, in this thread: how many."""
+        storage = self._open_storage()
+        try:
+            now = self._clock.now()
+            # Long enough for every fetch of the batch to end on its deadline.
+            lease = now + limit * (self.settings.timeout + 1) + 30
+            rows = storage.claim_fetch_work(now, lease, limit)
+            for row in rows:
+                self._check_one(storage, row)
+            return len(rows)
+        finally:
+            storage.close()
+
+    def _check_one(self, storage: Storage, row: FetchedUri) -> None:
+        try:
+            found = check(self.fetcher, row)
+        except FetchError as error:
+            self._failed(storage, row, str(error))
+            return
+        except Exception as error:  # whatever a server sends, the job goes on
+            log.exception("checking %s (%s) failed unexpectedly", row.uri, row.kind)
+            self._failed(storage, row, f"unexpected error: {type(error).__name__}")
+            return
+        now = self._clock.now()
+        image = None
+        if found.image is not None and found.content_type is not None:
+            image = FetchedImage(secrets_at_rest.new_id(), found.content_type, found.image, now)
+        recorded = storage.record_fetch_checked(
+            row.id,
+            row.claimed_until,
+            now,
+            now + self.settings.cache_lifetime,
+            name=found.name,
+            icon_uri=found.icon_uri,
+            content_type=found.content_type,
+            image=image,
+        )
+        if recorded and found.icon_uri is not None:
+            queue(storage, found.icon_uri, "image", now)
+        # Routine, and a registrant's doing rather than the operator's: DEBUG, not INFO.
+        log.debug("checked %s (%s)", row.uri, row.kind)
+
+    def _failed(self, storage: Storage, row: FetchedUri, reason: str) -> None:
+        now = self._clock.now()
+        delay = retry_delay(row.failures + 1, self.settings.retry_max)
+        storage.record_fetch_failure(row.id, row.claimed_until, now, now + delay, reason[:500])
+        log.debug("%s (%s) not checked: %s; next try in %d s", row.uri, row.kind, reason, delay)
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                busy = self.run_once() > 0
+            except Exception:  # a locked or unavailable database: try again later
+                log.exception("the fetch queue could not be read; trying again")
+                busy = False
+            if not busy:
+                self._wake.wait(POLL_INTERVAL)
+                self._wake.clear()

@@ -1,0 +1,48 @@
+"""Adding URIs to the fetch queue: the rows of `fetched_uris` (see the storage contract's
+`FetchedUris`). Requests and pages only ever queue and read; the job fetches.
+
+A URI is queued when a resource set is created or updated (its scopes that are http(s) URIs, its
+`icon_uri`), when a client registers or updates itself at /register (`logo_uri`, `client_uri`),
+when a checked scope description names an `icon_uri`, and when a page asks about a URI it has
+no row for. A URI this server would never fetch (not http(s), too long) is not queued.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import secrets_at_rest
+from ..storage import Storage
+from ..storage.records import FetchedUri, FetchKind
+from .content import is_fetchable
+
+
+def queue(storage: Storage, uri: str, kind: FetchKind, now: int) -> FetchedUri | None:
+    """The row of (uri, kind), queued now if it had none; None for a URI never fetched."""
+    if not is_fetchable(uri):
+        return None
+    row = storage.get_fetched_uri(uri, kind)
+    if row is None:
+        storage.queue_uri(uri, kind, secrets_at_rest.new_id(), now)
+        row = storage.get_fetched_uri(uri, kind)
+    return row
+
+
+def queue_resource_set(storage: Storage, description: Mapping[str, Any], now: int) -> None:
+    """Queues what a resource set description points at: scopes that are URIs, its icon."""
+    for scope in description.get("scopes", ()):
+        if isinstance(scope, str):
+            queue(storage, scope, "scope", now)
+    icon_uri = description.get("icon_uri")
+    if isinstance(icon_uri, str):
+        queue(storage, icon_uri, "image", now)
+
+
+def queue_client(storage: Storage, metadata: Mapping[str, Any], now: int) -> None:
+    """Queues what a dynamically registered client points at: its logo and its page."""
+    logo_uri, client_uri = metadata.get("logo_uri"), metadata.get("client_uri")
+    if isinstance(logo_uri, str):
+        queue(storage, logo_uri, "image", now)
+    if isinstance(client_uri, str):
+        queue(storage, client_uri, "page", now)
