@@ -349,6 +349,42 @@ def test_explain_refusals_are_shown_next_to_their_field(
     assert '<p class="summary">' not in page.text
 
 
+def test_a_claim_given_field_by_field_is_explained_like_its_json(
+    alice: FlaskClient, flow: Flow
+) -> None:
+    base = {"csrf_token": token_on(alice, page_of(flow)), "client": flow.app.client_id}
+    as_json = alice.post(
+        page_of(flow) + "/explain", data={**base, "scopes": "view", "claims": json.dumps(DOCTOR)}
+    )
+    by_field = alice.post(
+        page_of(flow) + "/explain",
+        data={
+            **base,
+            "scopes": "view",
+            "claims": "[]",
+            "claim_type": EMPLOYEE,
+            "claim_name": "role",
+            "claim_value": '["doctor"]',
+        },
+    )
+    assert by_field.status_code == 200
+    assert explained(by_field) == explained(as_json)
+    assert "Decision: grant" in text_of(by_field)
+    assert 'name="claim_value" value="[&#34;doctor&#34;]"' in by_field.text  # kept as typed
+
+
+def test_a_claim_field_by_field_needs_its_type(alice: FlaskClient, flow: Flow) -> None:
+    data = {
+        "csrf_token": token_on(alice, page_of(flow)),
+        "scopes": "view",
+        "claim_name": "role",
+        "claim_value": "doctor",
+    }
+    page = alice.post(page_of(flow) + "/explain", data=data)
+    assert page.status_code == 400
+    assert 'id="error-claim_type"' in page.text
+
+
 # -- the rule form, without the rules --------------------------------------------------------
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from flask import Blueprint, abort, redirect, request
 from werkzeug.wrappers import Response as BaseResponse
 
+from .. import strict_json
 from ..policy.rule_file import OPERATORS
 from ..policy.rules import ResourceSetRef, Rule
 from ..runtime import runtime
@@ -189,6 +190,10 @@ class ExplainForm:
     scopes: tuple[str, ...] = ()
     claims: str = "[]"
     errors: Mapping[str, str] | None = None
+    # One more claim, field by field: added to the JSON's as `{type, value: {name: value}}`.
+    claim_type: str = ""
+    claim_name: str = ""
+    claim_value: str = ""
 
     def error(self, name: str) -> str | None:
         return (self.errors or {}).get(name)
@@ -379,6 +384,21 @@ def revoke_permission(rs_id: str) -> BaseResponse:
     return redirect(_set_page(rs_id) + "#permissions", 303)
 
 
+ONE_CLAIM = ("claim_type", "claim_name", "claim_value")
+
+
+def _one_claim(one: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The claim given field by field, as a claim object; none when no name was given. The value
+    is taken as JSON when it is JSON (`42`, `true`, `["a"]`), else as the text."""
+    if not one["claim_name"]:
+        return []
+    try:
+        value = strict_json.loads(one["claim_value"])
+    except ValueError:
+        value = one["claim_value"]
+    return [{"type": one["claim_type"], "value": {one["claim_name"]: value}}]
+
+
 @bp.post("/policy/resource_set/<rs_id>/explain")
 @sessions.signin_required
 def explain_decision(rs_id: str) -> BaseResponse:
@@ -388,8 +408,12 @@ def explain_decision(rs_id: str) -> BaseResponse:
     client = request.form.get("client", "").strip()
     scopes = tuple(request.form.getlist("scopes"))
     claims_text = request.form.get("claims", "").strip() or "[]"
-    form = ExplainForm(client, scopes, claims_text)
+    one = {name: request.form.get(name, "").strip() for name in ONE_CLAIM}
     errors: dict[str, str] = {}
+    if one["claim_name"] and not one["claim_type"]:
+        errors["claim_type"] = "Give the type of the claim (the type of its claim object)."
+    if any(len(value) > MAX_CLAIMS_TEXT for value in one.values()):
+        errors["claim_type"] = f"A field is longer than {MAX_CLAIMS_TEXT} characters."
     if len(client) > MAX_ID:
         errors["client"] = "This is no client_id of this server."
     if not scopes:
@@ -407,7 +431,7 @@ def explain_decision(rs_id: str) -> BaseResponse:
                 owner=user.username,
                 resource_set=resource_set,
                 scopes=scopes,
-                objects=explain.claim_objects(claims_text),
+                objects=[*explain.claim_objects(claims_text), *_one_claim(one)],
                 client_id=client or None,
                 party=None,
                 now=runtime().clock.now(),
@@ -415,5 +439,5 @@ def explain_decision(rs_id: str) -> BaseResponse:
         except explain.ExplainRefused as refused:
             errors[refused.field] = refused.description
     status = 400 if errors else 200
-    form = ExplainForm(client, scopes, claims_text, errors)
+    form = ExplainForm(client, scopes, claims_text, errors, **one)
     return _render_set(user, resource_set, status=status, explain_form=form, explained=explained)
