@@ -25,6 +25,7 @@ from ..background import BackgroundJob
 from ..clock import Clock
 from ..config import FetchSettings
 from ..storage import Storage
+from ..storage.errors import StorageUnavailable
 from ..storage.records import FetchedImage, FetchedUri
 from . import content
 from .fetcher import Fetcher, FetchError
@@ -144,7 +145,12 @@ class FetchJob(BackgroundJob):
         while not self._stopping.is_set():
             try:
                 busy = self.run_once() > 0
-            except Exception:  # a locked or unavailable database: try again later
+            except StorageUnavailable as error:
+                # Said once where the server found it (requests answer 503 meanwhile); the job
+                # only tries again, quietly, at its next poll.
+                log.debug("the fetch queue could not be read: %s; trying again", error)
+                busy = False
+            except Exception:  # anything else is a bug worth a traceback; the job goes on
                 log.exception("the fetch queue could not be read; trying again")
                 busy = False
             if not busy:
