@@ -73,9 +73,14 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
     lines = [
         "# Benchmark results",
         "",
-        "Written by `make bench`"
-        + (" (QUICK=1: a small subset, short runs)" if plan.quick else "")
-        + f" ({about['date']}, {about['elapsed']}). Each run: {plan.warmup:g} s warm-up, then "
+        f"Written by `make bench{' QUICK=1' if plan.quick else ''}` on {about['date']} "
+        f"in {about['elapsed']}"
+        + (
+            " (a small subset with short runs: it checks the harness, not the speed)"
+            if plan.quick
+            else ""
+        )
+        + f". Each run: {plan.warmup:g} s warm-up, then "
         f"{plan.duration:g} s measured by wrk (bench/wrk/request.lua), every answer checked "
         "(status and body); a run with any unexpected answer or socket error shows FAILED, "
         "never a rate. Latencies in ms; peak RSS is the server's process tree (VmHWM) so far.",
@@ -136,10 +141,11 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
             "",
             "## Waitress and gunicorn side by side (concurrency 8)",
             "",
-            f"gunicorn: {workers} processes (gthread, 8 threads each), pinned to the server's core "
-            "like waitress. On 2 cores with wrk on one, several processes show overhead, not "
-            "scaling: they share one core; the figures say what a process model costs there, "
-            "not what it gains on more cores.",
+            f"gunicorn: {workers} worker processes (gthread, 8 threads each) and its master, "
+            "pinned to the server's core like waitress; its RSS is the sum over all of them. On 2 "
+            "cores with wrk on one, several processes show overhead, not scaling: they share one "
+            "core; the figures say what a process model costs there, not what it gains on more "
+            "cores. Fraction: of the bare route under gunicorn.",
             "",
             _row(
                 [
@@ -178,7 +184,8 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
             f"oidc-provider {about['oidc-provider']} on Node.js {about['node']} "
             "(tests/oidc_provider/provider.mjs), one client with client_credentials, the same token "
             "lifetime, introspection on, pinned to the server's core. The peer keeps its tokens in "
-            "memory (lost at exit); ours are durable (SQLite, committed before the answer).",
+            "memory (its development adapter: an LRU of 1,000 entries, lost at exit); ours are "
+            "durable (SQLite, committed before the answer).",
             "",
             _row(
                 [
@@ -325,12 +332,13 @@ def _chart(path: Path, results: Sequence[Result]) -> str | None:
             and r.server == "umaserver/waitress"
             and ((r.section == "main" and r.concurrency == 8) or r.section == "growth")
         )
-        if points:
-            axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
-            drawn = True
+        if not points:
+            continue
+        (line,) = axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        drawn = True
         for r in results:
             if r.section == "growth" and r.path == name and r.rules != "1" and r.failure is None:
-                axes.scatter([r.sets], [r.rps], marker="x", color="grey")
+                axes.scatter([r.sets], [r.rps], marker="x", color=line.get_color())
     if not drawn:
         plt.close(figure)
         return None

@@ -80,8 +80,8 @@ GROWTH_PATHS = (
 @dataclass(frozen=True)
 class Plan:
     quick: bool
-    duration: float  # seconds of each measured run
-    warmup: float  # seconds of the warm-up before it
+    duration: int  # seconds of each measured run (wrk takes whole seconds)
+    warmup: int  # seconds of the warm-up before it
     concurrencies: tuple[int, ...]
     gunicorn_paths: tuple[str, ...] | None  # None: every path
     peer_concurrencies: tuple[int, ...]
@@ -92,12 +92,12 @@ class Plan:
     gunicorn_workers: int
 
     @staticmethod
-    def make(quick: bool, duration: float | None, warmup: float | None) -> Plan:
+    def make(quick: bool, duration: int | None, warmup: int | None) -> Plan:
         if quick:
             return Plan(
                 quick=True,
-                duration=duration or 2.0,
-                warmup=warmup or 0.5,
+                duration=duration or 2,
+                warmup=warmup or 1,
                 concurrencies=(8,),
                 gunicorn_paths=("configuration document", "resource set read"),
                 peer_concurrencies=(8,),
@@ -107,8 +107,8 @@ class Plan:
             )
         return Plan(
             quick=False,
-            duration=duration or 5.0,
-            warmup=warmup or 1.0,
+            duration=duration or 5,
+            warmup=warmup or 1,
             concurrencies=(1, 8, 64),
             gunicorn_paths=None,
             peer_concurrencies=(1, 8, 64),
@@ -332,7 +332,7 @@ class Runner:
         self.results: list[Result] = []
 
     def wrk(
-        self, url: str, spec: Spec, concurrency: int, seconds: float, items: list[str]
+        self, url: str, spec: Spec, concurrency: int, seconds: int, items: list[str]
     ) -> dict[str, Any]:
         threads = (
             1 if not self.placement.load else min(concurrency, len(self.placement.load.split(",")))
@@ -359,7 +359,7 @@ class Runner:
                 "wrk",
                 f"-t{threads}",
                 f"-c{concurrency}",
-                f"-d{max(1, round(seconds))}s",
+                f"-d{seconds}s",
                 "--timeout",
                 "10s",
                 "-s",
@@ -832,11 +832,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="a small subset, in under 2 minutes (also QUICK=1)",
     )
     parser.add_argument(
-        "--duration", type=float, help="seconds of each measured run (default 5; quick 2)"
+        "--duration", type=int, help="seconds of each measured run (default 5; quick 2)"
     )
-    parser.add_argument(
-        "--warmup", type=float, help="seconds of warm-up before each (default 1; quick 0.5)"
-    )
+    parser.add_argument("--warmup", type=int, help="seconds of warm-up before each (default 1)")
     parser.add_argument(
         "--out",
         type=Path,
