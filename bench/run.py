@@ -39,7 +39,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,9 +86,8 @@ class Plan:
     gunicorn_paths: tuple[str, ...] | None  # None: every path
     peer_concurrencies: tuple[int, ...]
     sizes: tuple[int, ...]  # resource sets of the growth runs (the first is the main matrix's)
-    rule_counts: tuple[
-        tuple[int, int], ...
-    ]  # (rules for alice, of them covering the set asked about)
+    # (rules for alice, how many of them cover the set asked about), at the largest size
+    rule_counts: tuple[tuple[int, int], ...]
     gunicorn_workers: int
 
     @staticmethod
@@ -946,8 +945,6 @@ def growth(runner: Runner, uma: Uma, one_rule: str) -> None:
         measure_growth(plan.sizes[-1], rules)
     uma.set_rules(1, 1)
 
-
-__all__ = ["Result", "asdict", "main"]
 
 if __name__ == "__main__":
     main()
