@@ -1,4 +1,5 @@
 # `make run`: set up and serve on http://127.0.0.1:8080.  `make test`: set up and run every check.
+# `make bench` (QUICK=1 for a short subset): the benchmark, see bench/README.md.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
