@@ -1,10 +1,11 @@
 # `make run`: set up and serve on http://127.0.0.1:8080.  `make test`: set up and run every check.
+# `make bench` (QUICK=1 for a short subset): the benchmark, see bench/README.md.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CONFIG := local.toml
 
-.PHONY: run test lint typecheck unit fuzz bench clean system-deps npm-deps
+.PHONY: run test lint typecheck unit fuzz bench bench-deps clean system-deps npm-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -78,8 +79,25 @@ FUZZ_SEED ?= random
 fuzz: $(VENV)/.installed
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SEED=$(FUZZ_SEED) $(BIN)/pytest -q tests/test_fuzz.py
 
-bench: $(VENV)/.installed
-	$(BIN)/python bench/run.py
+# The benchmark (bench/README.md): wrk from Debian's packages (installed when missing, like
+# system-deps: it never skips), the bench tools of requirements-bench.txt beside the server's
+# requirements, and oidc-provider (npm-deps) as the peer. Writes bench/results/latest.md, latest.json
+# and throughput.png. `make bench QUICK=1`: a small subset with short runs, in under 2 minutes.
+QUICK ?=
+$(VENV)/.bench-installed: requirements.txt requirements-bench.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -r requirements.txt -r requirements-bench.txt
+	touch $@
+
+bench-deps:
+	@if ! command -v wrk >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && apt-get install -y -qq wrk >/dev/null; \
+	  elif command -v sudo >/dev/null && command -v apt-get >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq wrk >/dev/null; \
+	  else echo "install the Debian package wrk (apt-get install wrk) to run the benchmark" >&2; exit 1; fi; \
+	  command -v wrk >/dev/null || { echo "installing wrk failed: install the Debian package wrk (apt-get install wrk) to run the benchmark" >&2; exit 1; }; \
+	fi
+
+bench: $(VENV)/.bench-installed bench-deps npm-deps
+	QUICK=$(QUICK) $(BIN)/python bench/run.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(OIDC_PROVIDER)/node_modules

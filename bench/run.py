@@ -1,41 +1,196 @@
-"""Benchmarks against a real server: `make bench` (or `python bench/run.py --help`).
+"""The benchmark: `make bench` (or `make bench QUICK=1`; `python bench/run.py --help`).
 
-Starts `python -m umaserver serve` on a free loopback port with a throwaway config, provisions a
-resource server, a client and a rule, then measures with concurrent HTTP clients:
+Real processes on loopback, loaded by wrk (Debian's package) with the Lua script
+bench/wrk/request.lua, which checks every answer: a run with an unexpected status or body, a
+socket error, or more requests than it had tickets for is reported as failed, never as fast.
+The server (and the peer) run pinned to one core, wrk to another, where the machine has two.
 
-- permission registrations (ticket issuing),
-- authorization requests that are granted (each with its own ticket, into the client's one RPT),
-- authorization requests without claims, answered need_claims,
-- resource set reads.
+1. The ceiling and every path, waitress: a bare Flask route returning a constant JSON object
+   (bench/bare.py, on umaserver's own `make_server` and settings), then every path at 10^3
+   resource sets and 1 rule, at concurrency 1, 8 and 64, each as a fraction of the bare route.
+2. The same under gunicorn at concurrency 8 (the bare route too).
+3. The peer: oidc-provider (tests/oidc_provider, pinned there) with one client and the same token
+   lifetime, for token client_credentials and introspection: our throughput over its.
+4. Growth at concurrency 8 (read, introspection, permission registration, the granted
+   authorization request): 10^3, 10^5 and 10^6 resource sets over 10^3 owners (alice, the owner
+   asked about, holds a tenth, at most 10^4), seeded through the storage contract; then at the
+   largest size 100 and 10^4 rules for alice (file rules with selectors, 10 of them covering the
+   set asked about), and 10^4 with 100 covering it.
 
-Prints one JSON document: requests per second and latency percentiles for each. The load is bounded
-in count and time and goes to 127.0.0.1 only.
+Writes bench/results/latest.md (tables, machine, versions, config, commit), latest.json and
+throughput.png (throughput against database size). QUICK=1 (or --quick) runs a small subset.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import platform
+import shutil
+import signal
 import socket
-import statistics
+import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import requests
-
 ROOT = Path(__file__).resolve().parent.parent
-# The rule file is the tests' own (tests/flows.py, which needs only `requests`): run as
-# `python bench/run.py`, this script's folder is on sys.path, not the checkout's.
-sys.path.insert(0, str(ROOT))
-from tests.flows import DOCTORS_MAY_VIEW, EMPLOYEE  # noqa: E402
+if str(ROOT) not in sys.path:  # run as `python bench/run.py`: the checkout is not on sys.path
+    sys.path.insert(0, str(ROOT))
+
+from bench import seed  # noqa: E402
+from tests.flows import DOCTORS_MAY_VIEW, EMPLOYEE, HttpApi, endpoints  # noqa: E402
+
+BENCH = ROOT / "bench"
+RESULTS = BENCH / "results"
+LUA = BENCH / "wrk" / "request.lua"
+PEER = ROOT / "tests" / "oidc_provider"
+TICKET_LIFETIME = 7 * 24 * 3600  # tickets minted ahead of a run outlive it
+# Tickets (and sets to delete) for a warm-up: at most this rate, per second of warm-up.
+WARM_RATE = 3000
+# The token lifetime of both servers (config.example.toml's access_token).
+TOKEN_LIFETIME = 3600
+PEER_SECRET = "peer-secret-" + "0123456789abcdef" * 2
+
+DOCTOR = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
+NURSE = [{"type": EMPLOYEE, "value": {"role": ["nurse"]}}]
+DEPARTMENT = [{"type": EMPLOYEE, "value": {"department": "radiology"}}]
+
+# Paths, in the order of the tables; GROWTH_PATHS are measured at every database size and rule count.
+GROWTH_PATHS = (
+    "resource set read",
+    "introspection (RPT)",
+    "permission registration",
+    "authorization (granted)",
+)
+
+
+# -- the plan ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    quick: bool
+    duration: int  # seconds of each measured run (wrk takes whole seconds)
+    warmup: int  # seconds of the warm-up before it
+    concurrencies: tuple[int, ...]
+    gunicorn_paths: tuple[str, ...] | None  # None: every path
+    peer_concurrencies: tuple[int, ...]
+    sizes: tuple[int, ...]  # resource sets of the growth runs (the first is the main matrix's)
+    # (rules for alice, how many of them cover the set asked about), at the largest size
+    rule_counts: tuple[tuple[int, int], ...]
+    gunicorn_workers: int
+
+    @staticmethod
+    def make(quick: bool, duration: int | None, warmup: int | None) -> Plan:
+        if quick:
+            return Plan(
+                quick=True,
+                duration=duration or 2,
+                warmup=warmup or 1,
+                concurrencies=(8,),
+                gunicorn_paths=("configuration document", "resource set read"),
+                peer_concurrencies=(8,),
+                sizes=(1_000, 10_000),
+                rule_counts=((100, 10),),
+                gunicorn_workers=2,
+            )
+        return Plan(
+            quick=False,
+            duration=duration or 5,
+            warmup=warmup or 1,
+            concurrencies=(1, 8, 64),
+            gunicorn_paths=None,
+            peer_concurrencies=(1, 8, 64),
+            sizes=(1_000, 100_000, 1_000_000),
+            rule_counts=((100, 10), (10_000, 10), (10_000, 100)),
+            gunicorn_workers=2,
+        )
+
+
+# -- the machine ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cores:
+    server: str  # taskset's list for the servers ("" when not pinned)
+    load: str  # for wrk
+    note: str
+
+
+def cores() -> Cores:
+    available = sorted(os.sched_getaffinity(0))
+    if len(available) < 2 or shutil.which("taskset") is None:
+        return Cores("", "", f"not pinned ({len(available)} core(s) available, or no taskset)")
+    server, load = available[0], available[-1]
+    return Cores(str(server), str(load), f"server on core {server}, wrk on core {load} (taskset)")
+
+
+def pinned(cpus: str, command: Sequence[str]) -> list[str]:
+    return ["taskset", "-c", cpus, *command] if cpus else list(command)
+
+
+def output(command: Sequence[str], cwd: Path = ROOT) -> str:
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"unknown ({error})"
+    return (done.stdout or done.stderr).strip()
+
+
+def machine(plan: Plan, placement: Cores) -> dict[str, str]:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    wrk = output(["wrk", "-v"]).splitlines()
+    peer_version = "unknown"
+    lock = PEER / "node_modules" / "oidc-provider" / "package.json"
+    if lock.exists():
+        peer_version = json.loads(lock.read_text())["version"]
+    import gunicorn
+    import waitress
+
+    return {
+        "cpu": model,
+        "cores": str(os.cpu_count()),
+        "pinning": placement.note,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "wrk": wrk[0] if wrk else "unknown",
+        "node": output(["node", "--version"]),
+        "oidc-provider": peer_version,
+        "waitress": getattr(waitress, "__version__", None) or _dist_version("waitress"),
+        "gunicorn": gunicorn.__version__,
+        "commit": output(["git", "rev-parse", "HEAD"]),
+        "commit_subject": output(["git", "log", "-1", "--format=%s"]),
+        "dirty": "yes" if output(["git", "status", "--porcelain"]) else "no",
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "plan": "quick" if plan.quick else "full",
+    }
+
+
+def _dist_version(name: str) -> str:
+    from importlib.metadata import version
+
+    return version(name)
+
+
+# -- processes -----------------------------------------------------------------------------------
 
 
 def free_port() -> int:
@@ -45,204 +200,750 @@ def free_port() -> int:
         return port
 
 
-def command(config: Path, *args: str) -> Any:
-    done = subprocess.run(
-        [sys.executable, "-m", "umaserver", "--config", str(config), *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        check=True,
-        timeout=60,
-    )
-    return json.loads(done.stdout)
+def tree(pid: int) -> list[int]:
+    """`pid` and its descendants."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children.get(current, []))
+    return found
 
 
-def measure(name: str, count: int, concurrency: int, one: Callable[[int], int]) -> dict[str, Any]:
-    latencies: list[float] = []
-    statuses: dict[int, int] = {}
-    lock = threading.Lock()
+def peak_rss_mb(pid: int) -> float:
+    """The sum of VmHWM (peak resident set) over the process tree, in MB."""
+    total = 0
+    for member in tree(pid):
+        try:
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1])
+        except OSError:
+            continue
+    return round(total / 1024, 1)
 
-    def run(index: int) -> None:
-        started = time.perf_counter()
-        status = one(index)
-        elapsed = time.perf_counter() - started
-        with lock:
-            latencies.append(elapsed)
-            statuses[status] = statuses.get(status, 0) + 1
 
-    started = time.perf_counter()
-    with ThreadPoolExecutor(concurrency) as pool:
-        list(pool.map(run, range(count)))
-    total = time.perf_counter() - started
-    latencies.sort()
-    return {
-        "name": name,
-        "requests": count,
-        "concurrency": concurrency,
-        "seconds": round(total, 3),
-        "requests_per_second": round(count / total, 1),
-        "latency_ms": {
-            "p50": round(statistics.median(latencies) * 1000, 2),
-            "p95": round(latencies[int(len(latencies) * 0.95) - 1] * 1000, 2),
-            "max": round(latencies[-1] * 1000, 2),
-        },
-        "statuses": statuses,
+class Server:
+    """A process serving on loopback, ready once `probe` answers 200."""
+
+    def __init__(self, name: str, command: list[str], probe: str, env: dict[str, str]) -> None:
+        self.name = name
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
+        self.process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=self.log,
+            stderr=self.log,
+            env={**os.environ, **env},
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            if self.process.poll() is not None:
+                sys.exit(f"{name} exited with status {self.process.returncode}:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(probe, timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except (OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                sys.exit(f"{name} did not answer {probe} within 60 seconds:\n{self.tail()}")
+            time.sleep(0.1)
+
+    def tail(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")[-3000:]
+
+    def rss(self) -> float:
+        return peak_rss_mb(self.process.pid)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        self.log.close()
+
+
+@contextmanager
+def serving(server: Server) -> Iterator[Server]:
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+# -- one measured run ----------------------------------------------------------------------------
+
+
+@dataclass
+class Spec:
+    """One path: the request wrk sends, and the answer it must get."""
+
+    name: str
+    method: str
+    path: str  # "{item}" is replaced by the request's item
+    expect: int
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str | None = None
+    body_match: str | None = None  # a Lua pattern
+    items: Callable[[int], list[str]] | None = None  # makes `count` items
+    once: bool = False  # each item serves one request (tickets, sets to delete)
+
+
+@dataclass
+class Result:
+    section: str
+    server: str
+    path: str
+    concurrency: int
+    sets: int
+    rules: str
+    rps: float
+    p50_ms: float
+    p95_ms: float
+    p99_ms: float
+    requests: int
+    rss_mb: float
+    failure: str | None
+    fraction: float | None = None
+
+
+class Runner:
+    def __init__(self, plan: Plan, placement: Cores, folder: Path) -> None:
+        self.plan = plan
+        self.placement = placement
+        self.folder = folder
+        self.results: list[Result] = []
+
+    def wrk(
+        self, url: str, spec: Spec, concurrency: int, seconds: int, items: list[str]
+    ) -> dict[str, Any]:
+        threads = (
+            1 if not self.placement.load else min(concurrency, len(self.placement.load.split(",")))
+        )
+        files = self.folder / "wrk"
+        files.mkdir(exist_ok=True)
+        (files / "headers").write_text("".join(f"{k}: {v}\n" for k, v in spec.headers.items()))
+        (files / "body").write_text(spec.body or "")
+        (files / "items").write_text("".join(item + "\n" for item in items))
+        env = {
+            "BENCH_METHOD": spec.method,
+            "BENCH_PATH": spec.path,
+            "BENCH_HEADERS": str(files / "headers"),
+            "BENCH_BODY": str(files / "body") if spec.body is not None else "",
+            "BENCH_ITEMS": str(files / "items") if items else "",
+            "BENCH_ONCE": "1" if spec.once else "0",
+            "BENCH_EXPECT": str(spec.expect),
+            "BENCH_BODY_MATCH": spec.body_match or "",
+            "BENCH_THREADS": str(threads),
+        }
+        command = pinned(
+            self.placement.load,
+            [
+                "wrk",
+                f"-t{threads}",
+                f"-c{concurrency}",
+                f"-d{seconds}s",
+                "--timeout",
+                "10s",
+                "-s",
+                str(LUA),
+                url,
+            ],
+        )
+        done = subprocess.run(
+            command, capture_output=True, text=True, env={**os.environ, **env}, timeout=seconds + 60
+        )
+        for line in done.stdout.splitlines():
+            if line.startswith("BENCH-JSON "):
+                found: dict[str, Any] = json.loads(line.removeprefix("BENCH-JSON "))
+                return found
+        sys.exit(f"wrk gave no result for {spec.name}:\n{done.stdout}\n{done.stderr}")
+
+    def measure(
+        self,
+        server: Server,
+        url: str,
+        spec: Spec,
+        concurrency: int,
+        *,
+        section: str,
+        sets: int,
+        rules: str,
+    ) -> Result:
+        warm_items: list[str] = []
+        if spec.items is not None:
+            warm_items = spec.items(
+                max(200, math.ceil(WARM_RATE * self.plan.warmup)) if spec.once else 1000
+            )
+        warm = self.wrk(url, spec, concurrency, self.plan.warmup, warm_items)
+        items = warm_items
+        if spec.items is not None and spec.once:
+            rate = warm["requests"] / max(warm["duration_us"] / 1e6, 0.001)
+            items = spec.items(max(500, math.ceil(2 * rate * (self.plan.duration + 1))))
+        run = self.wrk(url, spec, concurrency, self.plan.duration, items)
+        seconds = run["duration_us"] / 1e6
+        failure = None
+        errors = {k: v for k, v in run["errors"].items() if v}
+        if run["exhausted"]:
+            failure = f"ran out of pre-minted items ({len(items)}) after {run['items_used']}"
+        elif run["unexpected"]:
+            failure = f"{run['unexpected']} unexpected answers, first: {run['first_unexpected']}"
+        elif errors:
+            failure = f"socket errors {errors}"
+        elif run["expected"] == 0:
+            failure = "no answers"
+        latency = run["latency_us"]
+        result = Result(
+            section=section,
+            server=server.name,
+            path=spec.name,
+            concurrency=concurrency,
+            sets=sets,
+            rules=rules,
+            rps=round(run["requests"] / seconds, 1) if seconds else 0.0,
+            p50_ms=latency["p50"] / 1000,
+            p95_ms=latency["p95"] / 1000,
+            p99_ms=latency["p99"] / 1000,
+            requests=run["requests"],
+            rss_mb=server.rss(),
+            failure=failure,
+        )
+        self.results.append(result)
+        shown = f"FAILED: {failure}" if failure else f"{result.rps:9.1f} rps"
+        print(
+            f"  {section:8} {server.name:18} {spec.name:38} c={concurrency:<3} {shown}"
+            f"  p99 {result.p99_ms:.1f} ms  rss {result.rss_mb} MB",
+            flush=True,
+        )
+        return result
+
+
+# -- umaserver, its configuration and its paths --------------------------------------------------
+
+
+def bench_config(folder: Path, port: int) -> Path:
+    """config.example.toml's settings, with this folder's database and rules, a secret, and a long
+    ticket lifetime (tickets are minted ahead of each run)."""
+    text = (ROOT / "config.example.toml").read_text(encoding="utf-8")
+    replacements = {
+        'issuer = "http://127.0.0.1:8080"': f'issuer = "http://127.0.0.1:{port}"',
+        'database = "umaserver.db"': 'database = "bench.db"',
+        'policies = "policies.example.toml"': 'policies = "policies.toml"',
+        'secret_key = ""': f'secret_key = "{"bench-secret-" * 4}"',
+        "ticket = 300": f"ticket = {TICKET_LIFETIME}",
+        "port = 8080": f"port = {port}",
     }
+    for old, new in replacements.items():
+        assert text.count(old) == 1, f"config.example.toml no longer has {old!r}"
+        text = text.replace(old, new)
+    path = folder / "bench.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
-def main() -> None:
+def rules_text(count: int, covering: int) -> str:
+    """`count` rules for alice: one granting view to doctors on the set asked about (by name),
+    `covering - 1` more covering it that want another role, the rest each on another of her sets."""
+    if count == 1:
+        return DOCTORS_MAY_VIEW
+    parts = []
+    for index in range(count):
+        if index == 0:
+            rule_id, name, role = "doctors", "X-rays", "doctor"
+        elif index < covering:
+            rule_id, name, role = f"cover-{index}", "X-rays", f"specialist-{index}"
+        else:
+            rule_id, name, role = f"other-{index}", f"a{index}", "doctor"
+        parts.append(
+            f'[[rules]]\nid = "{rule_id}"\nowner = "alice"\nscopes = ["view"]\n'
+            f'[rules.resource_sets]\nnames = ["{name}"]\n'
+            f'[[rules.conditions]]\nclaim = "role"\ncontains = "{role}"\ntypes = ["{EMPLOYEE}"]\n'
+        )
+    return "\n".join(parts)
+
+
+class Uma:
+    """The benchmark's database, its parties, and umaserver's paths against it."""
+
+    def __init__(self, folder: Path, config: Path, port: int) -> None:
+        self.folder = folder
+        self.config = config
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.store = seed.prepared(folder / "bench.db")
+        self.parties = seed.make_parties(self.store, EMPLOYEE)
+        self.seeded = 0
+        self.rpt = ""
+        self.update_pool: list[str] = []
+        self.paths: dict[str, str] = {}
+
+    def grow(self, total: int) -> None:
+        started = time.monotonic()
+        added = seed.grow(self.store, self.parties, self.seeded, total)
+        self.seeded = total
+        print(
+            f"seeded {added} resource sets in {time.monotonic() - started:.1f} s ({total} in all)",
+            flush=True,
+        )
+        self.alice_sets = seed.alice_sets(self.store, self.parties)
+
+    def set_rules(self, count: int, covering: int) -> str:
+        (self.folder / "policies.toml").write_text(rules_text(count, covering), encoding="utf-8")
+        return "1" if count == 1 else f"{count} ({covering} covering)"
+
+    def waitress(self) -> Server:
+        return Server(
+            "umaserver/waitress",
+            pinned(
+                cores().server,
+                [sys.executable, "-m", "umaserver", "--config", str(self.config), "serve"],
+            ),
+            self.url + "/.well-known/uma-configuration",
+            {"PYTHONUNBUFFERED": "1"},
+        )
+
+    def gunicorn(self, workers: int, threads: int) -> Server:
+        return Server(
+            "umaserver/gunicorn",
+            pinned(
+                cores().server,
+                gunicorn_command(f"127.0.0.1:{self.port}", workers, threads, "app:app"),
+            ),
+            self.url + "/.well-known/uma-configuration",
+            {"UMASERVER_CONFIG": str(self.config)},
+        )
+
+    def prepare_flow(self) -> None:
+        """Against a running server: the paths from the configuration document, and the client's
+        RPT with a permission in it (the RPT introspected, into which grants go)."""
+        self.paths = endpoints(HttpApi(self.url))
+        api = HttpApi(self.url)
+        aat = {"Authorization": f"Bearer {self.parties.aat}"}
+        reply = api.post(self.paths["rpt_endpoint"], headers=aat)
+        assert reply.status == 200, reply.text
+        self.rpt = reply.json["rpt"]
+        ticket = seed.tickets(self.store, self.parties, 1, TICKET_LIFETIME)[0]
+        reply = api.post(
+            self.paths["authorization_request_endpoint"],
+            json={"rpt": self.rpt, "ticket": ticket, "claims": DOCTOR},
+            headers=aat,
+        )
+        assert reply.status == 201, reply.text
+        if not self.update_pool:
+            self.update_pool = seed.writer_sets(self.store, self.parties, 1000, "u")
+
+    def specs(self) -> list[Spec]:
+        parties = self.parties
+        pat = {"Authorization": f"Bearer {parties.pat}"}
+        writer = {"Authorization": f"Bearer {parties.writer_pat}"}
+        aat = {"Authorization": f"Bearer {parties.aat}"}
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        as_json = {"Content-Type": "application/json"}
+        basic = "Basic " + _b64(f"{parties.app_client}:{parties.app_secret}")
+        sets = self.paths["resource_set_registration_endpoint"] + "/resource_set"
+        active = '"active":%s*true'
+
+        def tickets(count: int) -> list[str]:
+            return seed.tickets(self.store, parties, count, TICKET_LIFETIME)
+
+        def ask(claims: list[dict[str, Any]]) -> str:
+            return json.dumps({"rpt": self.rpt, "ticket": "{item}", "claims": claims})
+
+        description = json.dumps(seed.description("bench set"))
+        return [
+            Spec(
+                "configuration document",
+                "GET",
+                "/.well-known/uma-configuration",
+                200,
+                body_match='"issuer"',
+            ),
+            Spec(
+                "token (client_credentials)",
+                "POST",
+                self.paths["token_endpoint"],
+                200,
+                {"Authorization": basic, **form},
+                "grant_type=client_credentials&scope=uma_authorization",
+                '"access_token"',
+            ),
+            Spec(
+                "introspection (RPT)",
+                "POST",
+                self.paths["introspection_endpoint"],
+                200,
+                {**pat, **form},
+                f"token={self.rpt}",
+                active + ".*permissions",
+            ),
+            Spec(
+                "introspection (PAT)",
+                "POST",
+                self.paths["introspection_endpoint"],
+                200,
+                {**pat, **form},
+                f"token={parties.pat}",
+                active,
+            ),
+            Spec(
+                "permission registration",
+                "POST",
+                self.paths["permission_registration_endpoint"],
+                201,
+                {**pat, **as_json},
+                json.dumps({"resource_set_id": parties.target, "scopes": ["view"]}),
+                '"ticket"',
+            ),
+            Spec(
+                "authorization (granted)",
+                "POST",
+                self.paths["authorization_request_endpoint"],
+                201,
+                {**aat, **as_json},
+                ask(DOCTOR),
+                '"rpt"',
+                tickets,
+                once=True,
+            ),
+            Spec(
+                "authorization (need_claims)",
+                "POST",
+                self.paths["authorization_request_endpoint"],
+                403,
+                {**aat, **as_json},
+                ask(DEPARTMENT),
+                '"need_claims"',
+                tickets,
+                once=True,
+            ),
+            Spec(
+                "authorization (refused)",
+                "POST",
+                self.paths["authorization_request_endpoint"],
+                403,
+                {**aat, **as_json},
+                ask(NURSE),
+                '"not_authorized',
+                tickets,
+                once=True,
+            ),
+            Spec(
+                "resource set create",
+                "POST",
+                sets,
+                201,
+                {**writer, **as_json},
+                description,
+                '"_id"',
+            ),
+            Spec(
+                "resource set read",
+                "GET",
+                sets + "/{item}",
+                200,
+                pat,
+                body_match='"_id"',
+                items=lambda count: self.alice_sets,
+            ),
+            Spec(
+                "resource set update",
+                "PUT",
+                sets + "/{item}",
+                200,
+                {**writer, **as_json},
+                description,
+                '"_id"',
+                lambda count: self.update_pool,
+            ),
+            Spec("resource set list", "GET", sets, 200, pat, body_match=r"^%["),
+            Spec(
+                "resource set delete",
+                "DELETE",
+                sets + "/{item}",
+                204,
+                writer,
+                items=lambda count: seed.writer_sets(self.store, parties, count, "d"),
+                once=True,
+            ),
+        ]
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def gunicorn_command(bind: str, workers: int, threads: int, app: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(threads),
+        "--log-level",
+        "warning",
+        app,
+    ]
+
+
+def bare_waitress(config: Path, port: int) -> Server:
+    return Server(
+        "bare/waitress",
+        pinned(
+            cores().server,
+            [sys.executable, str(BENCH / "bare.py"), "--config", str(config), "--port", str(port)],
+        ),
+        f"http://127.0.0.1:{port}/bare",
+        {},
+    )
+
+
+def bare_gunicorn(port: int, workers: int, threads: int) -> Server:
+    return Server(
+        "bare/gunicorn",
+        pinned(
+            cores().server,
+            gunicorn_command(f"127.0.0.1:{port}", workers, threads, "bench.bare:app"),
+        ),
+        f"http://127.0.0.1:{port}/bare",
+        {},
+    )
+
+
+BARE = Spec("bare route (ceiling)", "GET", "/bare", 200, body_match='"hello"')
+
+
+# -- the peer ------------------------------------------------------------------------------------
+
+
+def peer_server() -> tuple[Server, str]:
+    port = free_port()
+    config = {
+        "port": port,
+        "clients": [
+            {
+                "client_id": "peer-client",
+                "client_secret": PEER_SECRET,
+                "grant_types": ["client_credentials"],
+                "response_types": [],
+                "redirect_uris": [],
+            }
+        ],
+        "accounts": [{"sub": "nobody", "login": "nobody", "password": PEER_SECRET}],
+        "features": {"clientCredentials": True, "introspection": True},
+        "ttl": {"ClientCredentials": TOKEN_LIFETIME, "AccessToken": TOKEN_LIFETIME},
+        "log_requests": False,
+    }
+    url = f"http://127.0.0.1:{port}"
+    server = Server(
+        "oidc-provider",
+        pinned(cores().server, ["node", str(PEER / "provider.mjs"), json.dumps(config)]),
+        url + "/.well-known/openid-configuration",
+        {"NODE_ENV": "production"},
+    )
+    return server, url
+
+
+def peer_specs(url: str) -> list[Callable[[], Spec]]:
+    """The peer's paths, each made just before it runs: the peer's in-memory store is an LRU of
+    1,000 entries, so the token introspected is issued after the token runs, not before."""
+    basic = {"Authorization": "Basic " + _b64(f"peer-client:{PEER_SECRET}")}
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+
+    def token() -> Spec:
+        return Spec(
+            "token (client_credentials)",
+            "POST",
+            "/token",
+            200,
+            {**basic, **form},
+            "grant_type=client_credentials",
+            '"access_token"',
+        )
+
+    def introspection() -> Spec:
+        issued = HttpApi(url).post(
+            "/token", data={"grant_type": "client_credentials"}, headers=basic
+        )
+        assert issued.status == 200, issued.text
+        return Spec(
+            "introspection (access token)",
+            "POST",
+            "/token/introspection",
+            200,
+            {**basic, **form},
+            f"token={issued.json['access_token']}",
+            '"active":%s*true',
+        )
+
+    return [token, introspection]
+
+
+# -- the whole run -------------------------------------------------------------------------------
+
+
+def check_tools() -> None:
+    missing = [tool for tool in ("wrk", "node") if shutil.which(tool) is None]
+    if missing:
+        sys.exit(
+            f"missing {', '.join(missing)}: `make bench` installs them (wrk from Debian, Node.js 20)"
+        )
+    if not (PEER / "node_modules" / "oidc-provider").exists():
+        sys.exit(f"oidc-provider is not installed: run `make npm-deps` ({PEER})")
+    try:
+        import gunicorn  # noqa: F401
+        import matplotlib  # noqa: F401
+    except ImportError as error:
+        sys.exit(f"{error}: install requirements-bench.txt (`make bench` does)")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
-    parser.add_argument("--requests", type=int, default=2000, help="requests per measurement")
-    parser.add_argument("--concurrency", type=int, default=8, help="simultaneous clients")
-    parser.add_argument("--threads", type=int, default=8, help="waitress threads")
-    options = parser.parse_args()
-
-    with tempfile.TemporaryDirectory() as folder:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        config = Path(folder) / "bench.toml"
-        (Path(folder) / "policies.toml").write_text(DOCTORS_MAY_VIEW, encoding="utf-8")
-        config.write_text(
-            f'issuer = "{url}"\ndatabase = "bench.db"\npolicies = "policies.toml"\n'
-            f'secret_key = "{"b" * 40}"\n[lifetimes]\nticket = 3600\n',
-            encoding="utf-8",
-        )
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "umaserver",
-                "--config",
-                str(config),
-                "serve",
-                "--port",
-                str(port),
-                "--threads",
-                str(options.threads),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        try:
-            for _ in range(300):
-                if server.poll() is not None:
-                    sys.exit(f"the server exited with status {server.returncode}")
-                try:
-                    requests.get(url + "/.well-known/uma-configuration", timeout=1)
-                    break
-                except requests.ConnectionError:
-                    time.sleep(0.05)
-            else:
-                sys.exit("the server did not answer within 15 seconds")
-            results = run_all(url, config, options.requests, options.concurrency)
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
-    print(
-        json.dumps(
-            {
-                "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
-                "threads": options.threads,
-                "results": results,
-            },
-            indent=2,
-        )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("QUICK", "") not in ("", "0"),
+        help="a small subset, in under 2 minutes (also QUICK=1)",
     )
+    parser.add_argument(
+        "--duration", type=int, help="seconds of each measured run (default 5; quick 2)"
+    )
+    parser.add_argument("--warmup", type=int, help="seconds of warm-up before each (default 1)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        help="where latest.md, latest.json and throughput.png go",
+    )
+    options = parser.parse_args(argv)
+    check_tools()
+    plan = Plan.make(options.quick, options.duration, options.warmup)
+    placement = cores()
+    started = time.monotonic()
+    about = machine(plan, placement)
+    print(f"benchmark ({about['plan']}): {placement.note}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="umaserver-bench-") as name:
+        folder = Path(name)
+        port = free_port()
+        config = bench_config(folder, port)
+        runner = Runner(plan, placement, folder)
+        uma = Uma(folder, config, port)
+        uma.grow(plan.sizes[0])
+        one_rule = uma.set_rules(1, 1)
+        main_matrix(runner, uma, config, port, one_rule)
+        gunicorn_side(runner, uma, port, one_rule)
+        peer_side(runner)
+        growth(runner, uma, one_rule)
+        config_text = config.read_text(encoding="utf-8")
+        uma.store.close()
+    about["elapsed"] = f"{time.monotonic() - started:.0f} s"
+    from bench.report import write
+
+    write(options.out, plan, about, config_text, runner.results)
+    print(f"wrote {options.out / 'latest.md'} in {about['elapsed']}", flush=True)
+    failed = [result for result in runner.results if result.failure]
+    if failed:
+        print(f"{len(failed)} run(s) FAILED their answer check: see latest.md", file=sys.stderr)
+        sys.exit(1)
 
 
-def run_all(url: str, config: Path, count: int, concurrency: int) -> list[dict[str, Any]]:
-    rs = command(config, "client", "create", "--name", "bench RS")
-    app = command(config, "client", "create", "--name", "bench app", "--push-claims", EMPLOYEE)
-    command(config, "user", "create", "alice")
-    command(config, "user", "create", "bob")
-    pat = command(
-        config,
-        "token",
-        "issue",
-        "--client",
-        rs["client_id"],
-        "--user",
-        "alice",
-        "--scope",
-        "uma_protection",
-    )["access_token"]
-    aat = command(
-        config,
-        "token",
-        "issue",
-        "--client",
-        app["client_id"],
-        "--user",
-        "bob",
-        "--scope",
-        "uma_authorization",
-    )["access_token"]
-    local = threading.local()
-
-    def session(token: str) -> requests.Session:
-        key = f"s{token[-6:]}"
-        if not hasattr(local, key):
-            http = requests.Session()
-            http.headers["Authorization"] = f"Bearer {token}"
-            setattr(local, key, http)
-        found: requests.Session = getattr(local, key)
-        return found
-
-    rs_id = requests.post(
-        url + "/rs/resource_set",
-        json={"name": "X-rays", "scopes": ["view"]},
-        headers={"Authorization": f"Bearer {pat}"},
-        timeout=10,
-    ).json()["_id"]
-    tickets: list[str] = []
-
-    def register(_: int) -> int:
-        response = session(pat).post(
-            url + "/permission", json={"resource_set_id": rs_id, "scopes": ["view"]}, timeout=30
-        )
-        tickets.append(response.json()["ticket"])
-        return response.status_code
-
-    doctor = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
-    # The client holds one RPT and sends it each time, as a client does: grants go into it.
-    rpt = session(aat).post(url + "/rpt", timeout=30).json()["rpt"]
-
-    def authorize(index: int) -> int:
-        return (
-            session(aat)
-            .post(
-                url + "/rpt_authorization",
-                json={"rpt": rpt, "ticket": tickets[index], "claims": doctor},
-                timeout=30,
+def main_matrix(runner: Runner, uma: Uma, config: Path, port: int, rules: str) -> None:
+    plan = runner.plan
+    with serving(bare_waitress(config, port)) as bare:
+        for concurrency in plan.concurrencies:
+            runner.measure(
+                bare,
+                f"http://127.0.0.1:{port}",
+                BARE,
+                concurrency,
+                section="main",
+                sets=0,
+                rules="-",
             )
-            .status_code
+    with serving(uma.waitress()) as server:
+        uma.prepare_flow()
+        for spec in uma.specs():
+            for concurrency in plan.concurrencies:
+                runner.measure(
+                    server,
+                    uma.url,
+                    spec,
+                    concurrency,
+                    section="main",
+                    sets=plan.sizes[0],
+                    rules=rules,
+                )
+
+
+def gunicorn_side(runner: Runner, uma: Uma, port: int, rules: str) -> None:
+    plan = runner.plan
+    workers, threads = plan.gunicorn_workers, 8
+    with serving(bare_gunicorn(port, workers, threads)) as bare:
+        runner.measure(
+            bare, f"http://127.0.0.1:{port}", BARE, 8, section="gunicorn", sets=0, rules="-"
         )
+    with serving(uma.gunicorn(workers, threads)) as server:
+        uma.prepare_flow()
+        for spec in uma.specs():
+            if plan.gunicorn_paths is None or spec.name in plan.gunicorn_paths:
+                runner.measure(
+                    server, uma.url, spec, 8, section="gunicorn", sets=plan.sizes[0], rules=rules
+                )
 
-    def ask_without_claims(index: int) -> int:
-        # need_claims: the ticket stays open, so each request uses its own.
-        return (
-            session(aat)
-            .post(
-                url + "/rpt_authorization",
-                json={"rpt": rpt, "ticket": tickets[count + index]},
-                timeout=30,
-            )
-            .status_code
-        )
 
-    def read(_: int) -> int:
-        return session(pat).get(f"{url}/rs/resource_set/{rs_id}", timeout=30).status_code
+def peer_side(runner: Runner) -> None:
+    server, url = peer_server()
+    with serving(server):
+        for make in peer_specs(url):
+            spec = make()
+            for concurrency in runner.plan.peer_concurrencies:
+                runner.measure(server, url, spec, concurrency, section="peer", sets=0, rules="-")
 
-    return [
-        measure("permission registration", 2 * count, concurrency, register),
-        measure("authorization request (granted)", count, concurrency, authorize),
-        measure("authorization request (need_claims)", count, concurrency, ask_without_claims),
-        measure("resource set read", count, concurrency, read),
-    ]
+
+def growth(runner: Runner, uma: Uma, one_rule: str) -> None:
+    plan = runner.plan
+
+    def measure_growth(sets: int, rules: str) -> None:
+        with serving(uma.waitress()) as server:
+            uma.prepare_flow()
+            for spec in uma.specs():
+                if spec.name in GROWTH_PATHS:
+                    runner.measure(
+                        server, uma.url, spec, 8, section="growth", sets=sets, rules=rules
+                    )
+
+    for size in plan.sizes[1:]:
+        uma.grow(size)
+        measure_growth(size, one_rule)
+    for count, covering in plan.rule_counts:
+        rules = uma.set_rules(count, covering)
+        measure_growth(plan.sizes[-1], rules)
+    uma.set_rules(1, 1)
 
 
 if __name__ == "__main__":

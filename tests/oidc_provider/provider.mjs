@@ -17,7 +17,11 @@
 //     }],
 //     "scopes": {"employee": ["role"]},     // optional: more scopes (scope -> claim names), merged over
 //                                           //   openid [sub], email [email email_verified], profile [...]
-//     "admin_token": "..."                  // optional: turns on POST /test-admin/redirect-uris (below)
+//     "admin_token": "...",                 // optional: turns on POST /test-admin/redirect-uris (below)
+//     "features": {"clientCredentials": true, "introspection": true},   // optional: more features
+//                                           //   of oidc-provider turned on (bench/run.py's peer)
+//     "ttl": {"ClientCredentials": 3600},   // optional: lifetimes (seconds) merged over the defaults
+//     "log_requests": false                 // optional (default true): the stderr line per request
 //   }
 //
 // What it does:
@@ -40,8 +44,9 @@
 //   that client from then on: for a server under test whose port is known only after the provider's
 //   issuer is (it answers 204; 401 for a wrong token, 404 for an unknown client).
 //
-// Prints `READY http://127.0.0.1:PORT` on stdout once listening; a line on stderr per request; exits
-// with status 0 on SIGTERM or SIGINT. Everything is held in memory and lost at exit.
+// Prints `READY http://127.0.0.1:PORT` on stdout once listening; a line on stderr per request (unless
+// "log_requests" is false); exits with status 0 on SIGTERM or SIGINT. Everything is held in memory
+// and lost at exit.
 
 import { generateKeyPairSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -168,6 +173,7 @@ const provider = new Provider(issuer, {
     devInteractions: { enabled: false },
     userinfo: { enabled: true },
     claimsParameter: { enabled: true },
+    ...Object.fromEntries(Object.entries(config.features ?? {}).map(([name, on]) => [name, { enabled: !!on }])),
   },
   // Plain http: the long-lived cookies (the session) default to SameSite=None, which Chromium drops
   // without Secure (https); only the copy oidc-provider sets beside it, "<name>.legacy" without
@@ -186,6 +192,7 @@ const provider = new Provider(issuer, {
     IdToken: 3600,
     Interaction: 3600,
     Session: 86400,
+    ...(config.ttl ?? {}),
   },
   interactions: {
     url: (ctx, interaction) => `/interaction/${interaction.uid}`,
@@ -329,7 +336,9 @@ provider.use(async (ctx, next) => {
     ctx.type = 'text';
     ctx.body = `${err.name}: ${err.message}\n`;
   } finally {
-    process.stderr.write(`${ctx.method} ${ctx.url} ${ctx.status} ${Date.now() - started}ms\n`);
+    if (config.log_requests !== false) {
+      process.stderr.write(`${ctx.method} ${ctx.url} ${ctx.status} ${Date.now() - started}ms\n`);
+    }
   }
 });
 

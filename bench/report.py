@@ -1,0 +1,357 @@
+"""Writing the benchmark's results: latest.md (the tables, the machine, the config, the commit),
+latest.json (every run) and throughput.png (throughput against database size)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.run import Plan, Result
+
+# Our path -> the peer's path it is compared with.
+PEER_PAIRS = {
+    "token (client_credentials)": "token (client_credentials)",
+    "introspection (PAT)": "introspection (access token)",
+    "introspection (RPT)": "introspection (access token)",
+}
+
+
+def _bare(results: Sequence[Result], server: str, concurrency: int) -> Result | None:
+    for result in results:
+        if (
+            result.server == server
+            and result.concurrency == concurrency
+            and result.path.startswith("bare route")
+            and result.failure is None
+        ):
+            return result
+    return None
+
+
+def _fill_fractions(results: Sequence[Result]) -> None:
+    for result in results:
+        if result.section == "peer" or result.path.startswith("bare route"):
+            continue
+        kind = "bare/" + result.server.split("/", 1)[1]
+        bare = _bare(results, kind, result.concurrency)
+        if bare is not None and bare.rps and result.failure is None:
+            result.fraction = round(result.rps / bare.rps, 3)
+
+
+def _rps(result: Result) -> str:
+    return f"FAILED ({result.failure})" if result.failure else f"{result.rps:,.0f}"
+
+
+def _fraction(result: Result) -> str:
+    return "" if result.fraction is None else f"{result.fraction:.2f}"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: list[Result]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    _fill_fractions(results)
+    (out / "latest.json").write_text(
+        json.dumps(
+            {"machine": about, "plan": asdict(plan), "results": [asdict(r) for r in results]},
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    chart = _chart(out / "throughput.png", results)
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `make bench{' QUICK=1' if plan.quick else ''}` on {about['date']} "
+        f"in {about['elapsed']}"
+        + (
+            " (a small subset with short runs: it checks the harness, not the speed)"
+            if plan.quick
+            else ""
+        )
+        + f". Each run: {plan.warmup:g} s warm-up, then "
+        f"{plan.duration:g} s measured by wrk (bench/wrk/request.lua), every answer checked "
+        "(status and body); a run with any unexpected answer or socket error shows FAILED, "
+        "never a rate. Latencies in ms; peak RSS is the server's process tree (VmHWM) so far.",
+        "",
+        "## Machine",
+        "",
+        _row(["", ""]),
+        _row(["---", "---"]),
+    ]
+    for key in (
+        "cpu",
+        "cores",
+        "pinning",
+        "kernel",
+        "python",
+        "sqlite",
+        "waitress",
+        "gunicorn",
+        "wrk",
+        "node",
+        "oidc-provider",
+        "commit",
+        "commit_subject",
+        "dirty",
+    ):
+        lines.append(_row([key, f"`{about[key]}`" if key == "commit" else about[key]]))
+    main = [r for r in results if r.section == "main"]
+    lines += [
+        "",
+        "## Every path, waitress (10^3 resource sets, 1 rule)",
+        "",
+        "Fraction: of the bare route (a constant JSON object from a bare Flask route on the same "
+        "`make_server` and settings) at the same concurrency, in the same run.",
+        "",
+        _row(["path", "concurrency", "req/s", "fraction", "p50", "p95", "p99", "peak RSS MB"]),
+        _row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]),
+    ]
+    for r in main:
+        lines.append(
+            _row(
+                [
+                    r.path,
+                    str(r.concurrency),
+                    _rps(r),
+                    _fraction(r),
+                    _ms(r.p50_ms),
+                    _ms(r.p95_ms),
+                    _ms(r.p99_ms),
+                    str(r.rss_mb),
+                ]
+            )
+        )
+    guni = [r for r in results if r.section == "gunicorn"]
+    if guni:
+        waitress8 = {r.path: r for r in main if r.concurrency == 8}
+        workers = plan.gunicorn_workers
+        lines += [
+            "",
+            "## Waitress and gunicorn side by side (concurrency 8)",
+            "",
+            f"gunicorn: {workers} worker processes (gthread, 8 threads each) and its master, "
+            "pinned to the server's core like waitress; its RSS is the sum over all of them. On 2 "
+            "cores with wrk on one, several processes show overhead, not scaling: they share one "
+            "core; the figures say what a process model costs there, not what it gains on more "
+            "cores. Fraction: of the bare route under gunicorn.",
+            "",
+            _row(
+                [
+                    "path",
+                    "waitress req/s",
+                    "fraction",
+                    "gunicorn req/s",
+                    "fraction",
+                    "gunicorn p99",
+                    "gunicorn RSS MB",
+                ]
+            ),
+            _row(["---", "---:", "---:", "---:", "---:", "---:", "---:"]),
+        ]
+        for r in guni:
+            w = waitress8.get(r.path)
+            lines.append(
+                _row(
+                    [
+                        r.path,
+                        _rps(w) if w else "",
+                        _fraction(w) if w else "",
+                        _rps(r),
+                        _fraction(r),
+                        _ms(r.p99_ms),
+                        str(r.rss_mb),
+                    ]
+                )
+            )
+    peer = [r for r in results if r.section == "peer"]
+    if peer:
+        lines += [
+            "",
+            "## The peer: oidc-provider",
+            "",
+            f"oidc-provider {about['oidc-provider']} on Node.js {about['node']} "
+            "(tests/oidc_provider/provider.mjs), one client with client_credentials, the same token "
+            "lifetime, introspection on, pinned to the server's core. The peer keeps its tokens in "
+            "memory (its development adapter: an LRU of 1,000 entries, lost at exit); ours are "
+            "durable (SQLite, committed before the answer).",
+            "",
+            _row(
+                [
+                    "our path",
+                    "concurrency",
+                    "ours req/s",
+                    "peer path",
+                    "peer req/s",
+                    "ours / peer",
+                    "peer p99",
+                    "peer RSS MB",
+                ]
+            ),
+            _row(["---", "---:", "---:", "---", "---:", "---:", "---:", "---:"]),
+        ]
+        for ours in main:
+            theirs_name = PEER_PAIRS.get(ours.path)
+            if theirs_name is None:
+                continue
+            for theirs in peer:
+                if theirs.path == theirs_name and theirs.concurrency == ours.concurrency:
+                    ratio = (
+                        f"{ours.rps / theirs.rps:.2f}"
+                        if not ours.failure and not theirs.failure and theirs.rps
+                        else ""
+                    )
+                    lines.append(
+                        _row(
+                            [
+                                ours.path,
+                                str(ours.concurrency),
+                                _rps(ours),
+                                theirs.path,
+                                _rps(theirs),
+                                ratio,
+                                _ms(theirs.p99_ms),
+                                str(theirs.rss_mb),
+                            ]
+                        )
+                    )
+    grown = [
+        r for r in results if r.section == "growth" or (r.section == "main" and r.concurrency == 8)
+    ]
+    base = {r.path: r for r in main if r.concurrency == 8}
+    growth_rows = [r for r in grown if r.section == "growth"]
+    if growth_rows:
+        lines += [
+            "",
+            "## Growth (waitress, concurrency 8)",
+            "",
+            "Resource sets over 10^3 owners; alice, the owner asked about, holds a tenth of them, "
+            'at most 10^4. Rules: file rules for alice with selectors (by name); "covering" ones '
+            "cover the set asked about. Fraction: of the bare route at concurrency 8 (the main "
+            "table's run). vs 10^3: this throughput over the main table's at 10^3 sets and 1 rule.",
+            "",
+            _row(
+                [
+                    "sets",
+                    "rules",
+                    "path",
+                    "req/s",
+                    "fraction",
+                    "vs 10^3",
+                    "p50",
+                    "p95",
+                    "p99",
+                    "peak RSS MB",
+                ]
+            ),
+            _row(["---:", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]),
+        ]
+        bare8 = _bare(results, "bare/waitress", 8)
+        for r in growth_rows:
+            fraction = f"{r.rps / bare8.rps:.2f}" if bare8 and not r.failure else ""
+            first = base.get(r.path)
+            versus = (
+                f"{r.rps / first.rps:.2f}"
+                if first and not first.failure and not r.failure and first.rps
+                else ""
+            )
+            lines.append(
+                _row(
+                    [
+                        f"{r.sets:,}",
+                        r.rules,
+                        r.path,
+                        _rps(r),
+                        fraction,
+                        versus,
+                        _ms(r.p50_ms),
+                        _ms(r.p95_ms),
+                        _ms(r.p99_ms),
+                        str(r.rss_mb),
+                    ]
+                )
+            )
+    if chart:
+        lines += ["", f"![throughput against database size]({chart})"]
+    failed = [r for r in results if r.failure]
+    lines += [
+        "",
+        "## Answer checks",
+        "",
+        f"{len(results) - len(failed)} of {len(results)} runs got only the answers they expected."
+        + (
+            ""
+            if not failed
+            else " Failed: "
+            + "; ".join(
+                f"{r.section} {r.server} {r.path} c={r.concurrency}: {r.failure}" for r in failed
+            )
+        ),
+        "",
+        "## Config",
+        "",
+        "config.example.toml's settings, with the benchmark's database, rule file, secret and a "
+        "long ticket lifetime (tickets are minted ahead of each run):",
+        "",
+        "```toml",
+        config.rstrip(),
+        "```",
+        "",
+    ]
+    (out / "latest.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+def _chart(path: Path, results: Sequence[Result]) -> str | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from bench.run import GROWTH_PATHS
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    drawn = False
+    for name in GROWTH_PATHS:
+        points = sorted(
+            (r.sets, r.rps)
+            for r in results
+            if r.path == name
+            and r.failure is None
+            and r.rules == "1"
+            and r.server == "umaserver/waitress"
+            and ((r.section == "main" and r.concurrency == 8) or r.section == "growth")
+        )
+        if not points:
+            continue
+        (line,) = axes.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=name)
+        drawn = True
+        for r in results:
+            if r.section == "growth" and r.path == name and r.rules != "1" and r.failure is None:
+                axes.scatter([r.sets], [r.rps], marker="x", color=line.get_color())
+    if not drawn:
+        plt.close(figure)
+        return None
+    axes.set_xscale("log")
+    axes.set_xlabel("resource sets in the database")
+    axes.set_ylabel("requests per second (concurrency 8)")
+    axes.set_title(
+        "umaserver (waitress): throughput against database size\n(x: more rules for the owner asked about)"
+    )
+    axes.set_ylim(bottom=0)
+    axes.grid(True, alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path.name
