@@ -444,7 +444,7 @@ def bench_config(folder: Path, port: int) -> Path:
     replacements = {
         'issuer = "http://127.0.0.1:8080"': f'issuer = "http://127.0.0.1:{port}"',
         'database = "umaserver.db"': 'database = "bench.db"',
-        'policies = "policies.example.toml"': 'policies = "policies.toml"',
+        'file = "policies.example.toml"': 'file = "policies.toml"',
         'secret_key = ""': f'secret_key = "{"bench-secret-" * 4}"',
         "ticket = 300": f"ticket = {TICKET_LIFETIME}",
         "port = 8080": f"port = {port}",
