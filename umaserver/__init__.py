@@ -63,6 +63,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     opener = Opener(config.database, clock)
     opener.prepare_or_log()
     per_request.init_app(app, opener)
+    weakref.finalize(app, opener.close_idle)  # the pooled connections end with the app
 
     verifiers = ConfiguredVerifiers(config)
     policies = PolicyStore(config.policies)

@@ -75,6 +75,19 @@ def test_every_operation_of_the_contract_is_exercised() -> None:
     assert sorted(name for name in operations if f".{name}(" not in suite) == []
 
 
+# -- handles ---------------------------------------------------------------------------------------
+
+
+def test_a_handle_is_reusable_between_units_of_work_only(store_factory: Any) -> None:
+    handle = store_factory()
+    assert handle.reusable() is True
+    with handle.transaction():
+        assert handle.reusable() is False  # a pool must never keep it mid-transaction
+    assert handle.reusable() is True
+    handle.close()
+    assert handle.reusable() is False
+
+
 # -- clients ---------------------------------------------------------------------------------------
 
 

@@ -34,10 +34,14 @@ class Opener:
     (read-only or full storage, a missing mount) is prepared on the first request after it can
     be: until then each request meets StorageUnavailable (503), and no restart is needed."""
 
-    def __init__(self, path: Path, clock: Clock) -> None:
+    def __init__(self, path: Path, clock: Clock, pool_size: int = 16) -> None:
         self.path = path
         self.clock = clock
         self._ready = threading.Event()
+        # Idle handles kept between requests: at most one per serving thread is ever needed.
+        self.pool_size = pool_size
+        self._idle: list[Storage] = []
+        self._pool_lock = threading.Lock()
 
     @property
     def ready(self) -> bool:
@@ -58,6 +62,28 @@ class Opener:
             )
 
     def __call__(self) -> Storage:
+        """A handle: an idle one from the pool, else a new one."""
         if not self.ready:
             self.prepare()
+        with self._pool_lock:
+            if self._idle:
+                return self._idle.pop()
         return open_storage(self.path)
+
+    def release(self, handle: Storage) -> None:
+        """Takes a handle back when its unit of work is over: kept for the next one while the
+        pool has room and the handle is sound (`reusable`), else closed. Opening a connection and
+        setting it up costs more than most requests' queries."""
+        if handle.reusable():
+            with self._pool_lock:
+                if len(self._idle) < self.pool_size:
+                    self._idle.append(handle)
+                    return
+        handle.close()
+
+    def close_idle(self) -> None:
+        """Closes the pooled handles (at the app's end)."""
+        with self._pool_lock:
+            idle, self._idle = self._idle, []
+        for handle in idle:
+            handle.close()

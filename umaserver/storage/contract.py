@@ -555,3 +555,8 @@ class Storage(
     def close(self) -> None:
         """Ends the handle; what it committed stays."""
         ...
+
+    def reusable(self) -> bool:
+        """Whether the handle may serve another unit of work (a pool keeps it): not closed, no
+        transaction open, its connection sound."""
+        ...

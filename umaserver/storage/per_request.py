@@ -1,4 +1,5 @@
-"""The Flask glue: one storage handle per request, opened on first use, closed on teardown."""
+"""The Flask glue: one storage handle per request, taken on first use, given back on teardown (to
+the opener's pool when it keeps one, else closed)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,12 @@ def storage() -> Storage:
 
 
 def _close(exc: BaseException | None) -> None:
+    """Gives the request's handle back to its opener's pool when it has one, else closes it."""
     handle = g.pop("storage", None)
-    if handle is not None:
+    if handle is None:
+        return
+    release = getattr(current_app.extensions[_OPENER], "release", None)
+    if release is not None:
+        release(handle)
+    else:
         handle.close()

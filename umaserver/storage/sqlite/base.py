@@ -109,7 +109,16 @@ class Base:
         return self._conn
 
     def close(self) -> None:
+        self._closed = True
         self._conn.close()
+
+    def reusable(self) -> bool:
+        conn = self._conn
+        return (
+            not getattr(self, "_closed", False)
+            and not conn.in_transaction
+            and not (isinstance(conn, Connection) and conn.broken)
+        )
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -1,0 +1,56 @@
+"""The opener's pool of storage handles: a request's handle is given back at its end and serves a
+later request, never one in the middle of a transaction, never more than the pool holds, and a
+handle whose connection met an unavailable storage is replaced, not kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Flask
+from flask.testing import FlaskClient
+
+from umaserver.services.database import Opener
+from umaserver.storage.per_request import opener
+
+from .conftest import FakeClock
+
+
+def test_a_handle_given_back_serves_the_next_unit_of_work(tmp_path: Path) -> None:
+    pool = Opener(tmp_path / "pool.db", FakeClock(), pool_size=2)
+    first = pool()
+    pool.release(first)
+    assert pool() is first
+
+
+def test_a_handle_in_a_transaction_or_closed_is_not_kept(tmp_path: Path) -> None:
+    pool = Opener(tmp_path / "pool.db", FakeClock(), pool_size=2)
+    busy = pool()
+    busy.conn.execute("BEGIN")  # type: ignore[attr-defined]  # a unit of work never ended
+    pool.release(busy)  # closed: a pool must never hand out a transaction in progress
+    closed = pool()
+    closed.close()
+    pool.release(closed)
+    fresh = pool()
+    assert fresh is not busy and fresh is not closed
+    assert busy.reusable() is False
+
+
+def test_the_pool_keeps_at_most_its_size(tmp_path: Path) -> None:
+    pool = Opener(tmp_path / "pool.db", FakeClock(), pool_size=2)
+    handles = [pool(), pool(), pool()]
+    for handle in handles:
+        pool.release(handle)
+    assert handles[2].reusable() is False  # the third was closed
+    assert {id(pool()), id(pool())} == {id(handles[0]), id(handles[1])}
+    pool.close_idle()
+
+
+def test_requests_reuse_the_pooled_handle(app: Flask, http: FlaskClient) -> None:
+    handles = opener(app)
+    assert isinstance(handles, Opener)
+    http.get("/.well-known/uma-configuration")
+    assert http.post("/rpt", headers={"Authorization": "Bearer nope"}).status_code == 401
+    kept = list(handles._idle)
+    assert len(kept) == 1
+    assert http.post("/rpt", headers={"Authorization": "Bearer nope"}).status_code == 401
+    assert handles._idle == kept  # the same handle went out and came back
