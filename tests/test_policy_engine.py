@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from umaserver.claims.model import Claim
 from umaserver.policy.decision import Decision, decide
@@ -25,7 +27,7 @@ from umaserver.policy.rule_file import (
     parse_rules,
     rule_table,
 )
-from umaserver.policy.rules import ResourceSetRef, Rule, RuleSet
+from umaserver.policy.rules import ResourceSetRef, ResourceSetSelector, Rule, RuleSet
 from umaserver.policy.store import PolicyStore
 
 from .flows import wait_until
@@ -1152,3 +1154,33 @@ def test_stopping_ends_the_thread(rule_file: RuleFile) -> None:
     rule_file.write(rule("after"))
     idle(0.1)
     assert ids(store) == ["first"]
+
+
+_WORDS = st.sampled_from(["a", "b", "c"])
+_SELECTORS = st.one_of(
+    st.just(ResourceSetSelector()),
+    st.builds(
+        lambda ids, types, names: ResourceSetSelector(
+            everything=False, ids=frozenset(ids), types=frozenset(types), names=frozenset(names)
+        ),
+        st.sets(_WORDS),
+        st.sets(_WORDS),
+        st.sets(_WORDS),
+    ),
+)
+
+
+@given(
+    selectors=st.lists(st.tuples(st.sampled_from(["alice", "bob"]), _SELECTORS), max_size=12),
+    asked=st.builds(ResourceSetRef, _WORDS, _WORDS, st.one_of(st.none(), _WORDS)),
+)
+def test_the_coverage_index_finds_exactly_the_rules_that_cover_a_set(
+    selectors: list[tuple[str, ResourceSetSelector]], asked: ResourceSetRef
+) -> None:
+    rules = RuleSet(
+        Rule(f"r{n}", owner, ("view",), selector) for n, (owner, selector) in enumerate(selectors)
+    )
+    for owner in ("alice", "bob", "carol"):
+        owned = rules.rules_for(owner)
+        expected = [i for i, rule in enumerate(owned) if rule.resource_sets.covers(asked)]
+        assert rules.covering(owner, asked) == expected

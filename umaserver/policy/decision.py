@@ -242,9 +242,8 @@ def decide(
     requested = tuple(dict.fromkeys(scopes))
     owned = rules.rules_for(owner)
     evaluations: dict[int, _Evaluation] = {}
-    for index, rule in enumerate(owned):
-        if rule.resource_sets.covers(resource_set):
-            evaluations[index] = _evaluate(index, rule, claims, can_supply, can_gather)
+    for index in rules.covering(owner, resource_set):
+        evaluations[index] = _evaluate(index, owned[index], claims, can_supply, can_gather)
     # Kept, not yet turned into reasons: the authorization endpoint never asks for them.
     explanation = _Explanation(owned, evaluations, resource_set, requested)
     covering = list(evaluations.values())
