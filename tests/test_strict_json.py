@@ -9,6 +9,13 @@ import pytest
 from umaserver.strict_json import StrictJSONError, loads, loads_object
 
 
+def _nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 @pytest.mark.parametrize(
     ("text", "value"),
     [
@@ -25,6 +32,9 @@ from umaserver.strict_json import StrictJSONError, loads, loads_object
         (b'{"caf\\u00e9": "\xc3\xa9"}', {"café": "é"}),
         ('{"a": 1}'.encode("utf-16"), {"a": 1}),
         ('["\\ud83d\\ude00", "\U0001f600"]', ["\U0001f600", "\U0001f600"]),  # a pair is text
+        ("[" * 512 + "]" * 512, _nested(512)),  # as deep as is read
+        ('["' + "[{" * 600 + '", "\\"[["]', ["[{" * 600, '"[[']),  # brackets in strings
+        (("[" * 300 + "]" * 300).encode("utf-16"), _nested(300)),
     ],
 )
 def test_strict_json_is_read(text: str | bytes, value: Any) -> None:
@@ -49,6 +59,9 @@ def test_strict_json_is_read(text: str | bytes, value: Any) -> None:
         ("[-1e999]", "number '-1e999' is too large"),
         ("1" * 5000, "an integer of 5000 digits is too long"),
         ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("[" * 513 + "]" * 513, "nested too deeply (more than 512 levels)"),
+        ('{"a":' * 513 + "1" + "}" * 513, "nested too deeply"),
+        (("[" * 513 + "]" * 513).encode("utf-32"), "nested too deeply"),
         ("{not json", "Expecting property name"),
         ("", "Expecting value"),
         ("[1] [2]", "Extra data"),

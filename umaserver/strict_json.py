@@ -52,6 +52,37 @@ def _integer(text: str) -> int:
         raise StrictJSONError(f"an integer of {len(text)} digits is too long") from None
 
 
+# Deeper nesting than this is refused before parsing: the parser recurses once per level, and a
+# document nested to near the interpreter's recursion limit leaves no stack for whatever else
+# runs at that moment (a finalizer, a warning). Real documents nest a few levels.
+MAX_DEPTH = 512
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def _too_deep(data: bytes | str) -> bool:
+    """Whether `data` opens more than MAX_DEPTH arrays or objects inside one another (brackets
+    inside strings not counted). Counting brackets first keeps the common case one C pass."""
+    if isinstance(data, bytes):
+        if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+            return False
+        try:
+            data = data.decode(json.detect_encoding(data))
+        except (UnicodeDecodeError, LookupError):
+            return False  # the parser says what is wrong with it
+    elif data.count("[") + data.count("{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for token in _STRING_OR_BRACKET.finditer(data):
+        bracket = token[0]
+        if bracket in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif bracket in "]}":
+            depth -= 1
+    return False
+
+
 _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,63}")
 
 
@@ -114,6 +145,8 @@ def loads(data: bytes | str) -> Any:
     `Infinity`, `-Infinity`, a number that overflows a float, a lone UTF-16 surrogate, or nesting
     too deep to read.
     """
+    if _too_deep(data):
+        raise StrictJSONError(f"it is nested too deeply (more than {MAX_DEPTH} levels)")
     try:
         document = json.loads(
             data,

@@ -6,7 +6,9 @@ is not built yet is left out. Every URL is absolute, built from `issuer`.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify
+import json
+
+from flask import Blueprint, Response, current_app
 
 from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE
 from ..runtime import runtime
@@ -23,10 +25,23 @@ def claim_profiles() -> list[str]:
     return [OIDC_TYPE, *([SAML_TYPE] if runtime().config.saml_idps else []), REDIRECT_TYPE]
 
 
+_DOCUMENT = "umaserver.configuration_document"
+
+
 @bp.get("/.well-known/uma-configuration")
 def configuration() -> Response:
+    """The document, written once per app: it depends on the configuration alone."""
+    body = current_app.extensions.get(_DOCUMENT)
+    if body is None:
+        body = current_app.extensions[_DOCUMENT] = json.dumps(document(), separators=(",", ":")).encode()
+    response = Response(body, content_type="application/json")
+    response.headers["Cache-Control"] = "public, max-age=3600"
+    return response
+
+
+def document() -> dict[str, object]:
     config = runtime().config
-    document = {
+    return {
         "version": "1.0",
         "issuer": config.issuer,
         "pat_profiles_supported": ["bearer"],
@@ -48,6 +63,3 @@ def configuration() -> Response:
         "authorization_request_endpoint": config.url("/rpt_authorization"),
         "requesting_party_claims_endpoint": config.url("/rqp_claims"),
     }
-    response = jsonify(document)
-    response.headers["Cache-Control"] = "public, max-age=3600"
-    return response

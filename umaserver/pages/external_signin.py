@@ -35,7 +35,8 @@ import urllib3
 from authlib.integrations.base_client import OAuthError
 from authlib.integrations.flask_client import FlaskOAuth2App, OAuth
 from authlib.integrations.requests_client import OAuth2Session
-from flask import Blueprint, Flask, abort, current_app, redirect, request, session
+from flask import Blueprint, Flask, Request, abort, current_app, redirect, request, session
+from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from werkzeug.wrappers import Response as BaseResponse
 
 from .. import strict_json
@@ -193,7 +194,19 @@ def init_app(app: Flask, config: Config) -> None:
         SESSION_COOKIE_SECURE=secure,
         SESSION_COOKIE_PATH="/",
     )
+    app.session_interface = CookieOnlyWhenSent()
     app.extensions[_EXTENSION] = _Providers(app, config)
+
+
+class CookieOnlyWhenSent(SecureCookieSessionInterface):
+    """Flask's signed-cookie session, read only when the request brought a cookie: an API call
+    (almost every request) brings none and gets an empty session without the signing serializer
+    Flask would build first for each request."""
+
+    def open_session(self, app: Flask, request: Request) -> SecureCookieSession | None:
+        if "HTTP_COOKIE" not in request.environ:
+            return self.session_class()
+        return super().open_session(app, request)
 
 
 def _providers() -> _Providers:
