@@ -4,6 +4,7 @@ handle whose connection met an unavailable storage is replaced, not kept."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from flask import Flask
@@ -54,3 +55,28 @@ def test_requests_reuse_the_pooled_handle(app: Flask, http: FlaskClient) -> None
     assert len(kept) == 1
     assert http.post("/rpt", headers={"Authorization": "Bearer nope"}).status_code == 401
     assert handles._idle == kept  # the same handle went out and came back
+
+
+def test_a_pooled_handle_serves_only_the_file_it_opened(tmp_path: Path) -> None:
+    """A database file replaced under the server (a backup restored) or made read-only is not
+    written through a connection opened before: the pooled handle is closed, a new one opened."""
+    path = tmp_path / "pool.db"
+    pool = Opener(path, FakeClock(), pool_size=2)
+    first = pool()
+    pool.release(first)
+    assert pool() is first
+    pool.release(first)
+
+    path.chmod(0o444)
+    second = pool()
+    assert second is not first and first.reusable() is False
+    path.chmod(0o644)
+    pool.release(second)
+
+    copy = tmp_path / "restored.db"
+    shutil.copy(path, copy)
+    copy.replace(path)  # a new file (inode) under the same name
+    third = pool()
+    assert third is not second and second.reusable() is False
+    pool.release(third)
+    pool.close_idle()

@@ -33,7 +33,9 @@ def configuration() -> Response:
     """The document, written once per app: it depends on the configuration alone."""
     body = current_app.extensions.get(_DOCUMENT)
     if body is None:
-        body = current_app.extensions[_DOCUMENT] = json.dumps(document(), separators=(",", ":")).encode()
+        body = current_app.extensions[_DOCUMENT] = json.dumps(
+            document(), separators=(",", ":")
+        ).encode()
     response = Response(body, content_type="application/json")
     response.headers["Cache-Control"] = "public, max-age=3600"
     return response

@@ -19,7 +19,7 @@ from flask import Blueprint, Response, jsonify, request
 from ..claims.model import REDIRECT_TYPE
 from ..errors import InvalidRequest, InvalidToken, MissingToken, echo
 from ..fetching import running
-from ..fetching.queue import queue_client
+from ..fetching.queue import client_uris, queue_client
 from ..runtime import runtime
 from ..services import clients
 from ..services.clients import ClientSettings
@@ -134,7 +134,8 @@ def register() -> Response:
 def _queue_uris(client: Client) -> None:
     """Its logo_uri and client_uri are checked in the background (issue 12), never here."""
     queue_client(storage(), client.metadata, runtime().clock.now())
-    running.wake()
+    if client_uris(client.metadata):
+        running.wake()
 
 
 def _registered(client_id: str) -> Client:

@@ -10,6 +10,7 @@ from flask import Blueprint, Response, jsonify, request, url_for
 
 from ..errors import NotFound, UnsupportedMethod
 from ..fetching import running
+from ..fetching.queue import resource_set_uris
 from ..runtime import runtime
 from ..services.registration import create_resource_set, replace_resource_set
 from ..storage.per_request import storage
@@ -51,7 +52,8 @@ def collection() -> Response:
 def _create(pat: AccessToken) -> Response:
     description = load(_description_schema, read_json_object())
     created = create_resource_set(storage(), runtime().clock.now(), pat, description)
-    running.wake()  # its scope descriptions and icon were queued: check them soon
+    if resource_set_uris(description):
+        running.wake()  # its scope descriptions and icon were queued: check them soon
     response = jsonify({"_id": created.id, "user_access_policy_uri": policy_uri(created.id)})
     response.status_code = 201
     response.headers["Location"] = runtime().config.url(
@@ -85,5 +87,6 @@ def item(rs_id: str) -> Response:
     description = load(_description_schema, read_json_object())
     if not replace_resource_set(store, runtime().clock.now(), pat, rs_id, description):
         raise _not_found()  # deleted between the read and the write
-    running.wake()
+    if resource_set_uris(description):
+        running.wake()
     return jsonify({"_id": rs_id})

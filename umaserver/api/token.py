@@ -142,7 +142,13 @@ class PublicRequest(FlaskOAuth2Request):  # type: ignore[misc]
 
     def __init__(self, flask_request: Any) -> None:
         public = runtime().config.url(flask_request.full_path.rstrip("?"))
-        uri = public if public.startswith("https://") else flask_request.url
+        # Only the scheme and host of the request's own URL are checked: built from the WSGI
+        # values, without the IRI decoding of `request.url` that costs more than the check.
+        uri = (
+            public
+            if public.startswith("https://")
+            else f"{flask_request.scheme}://{flask_request.host}{flask_request.full_path}"
+        )
         try:
             OAuth2Request.__init__(
                 self, method=flask_request.method, uri=uri, headers=flask_request.headers

@@ -104,6 +104,7 @@ class FetchJob(BackgroundJob):
                 self._check_one(storage, row)
             return len(rows)
         finally:
+            # Closed, not pooled: a job holds no file open between its runs.
             storage.close()
 
     def _check_one(self, storage: Storage, row: FetchedUri) -> None:

@@ -29,20 +29,38 @@ def queue(storage: Storage, uri: str, kind: FetchKind, now: int) -> FetchedUri |
     return row
 
 
-def queue_resource_set(storage: Storage, description: Mapping[str, Any], now: int) -> None:
-    """Queues what a resource set description points at: scopes that are URIs, its icon."""
-    for scope in description.get("scopes", ()):
-        if isinstance(scope, str):
-            queue(storage, scope, "scope", now)
+def resource_set_uris(description: Mapping[str, Any]) -> list[tuple[str, FetchKind]]:
+    """What a resource set description points at that the job would fetch: its scopes that are
+    URIs, its icon."""
+    found: list[tuple[str, FetchKind]] = [
+        (scope, "scope")
+        for scope in description.get("scopes", ())
+        if isinstance(scope, str) and is_fetchable(scope)
+    ]
     icon_uri = description.get("icon_uri")
-    if isinstance(icon_uri, str):
-        queue(storage, icon_uri, "image", now)
+    if isinstance(icon_uri, str) and is_fetchable(icon_uri):
+        found.append((icon_uri, "image"))
+    return found
+
+
+def client_uris(metadata: Mapping[str, Any]) -> list[tuple[str, FetchKind]]:
+    """What a dynamically registered client points at that the job would fetch: its logo and
+    its page."""
+    found: list[tuple[str, FetchKind]] = []
+    for name, kind in (("logo_uri", "image"), ("client_uri", "page")):
+        uri = metadata.get(name)
+        if isinstance(uri, str) and is_fetchable(uri):
+            found.append((uri, kind))  # type: ignore[arg-type]
+    return found
+
+
+def queue_resource_set(storage: Storage, description: Mapping[str, Any], now: int) -> None:
+    """Queues what a resource set description points at (`resource_set_uris`)."""
+    for uri, kind in resource_set_uris(description):
+        queue(storage, uri, kind, now)
 
 
 def queue_client(storage: Storage, metadata: Mapping[str, Any], now: int) -> None:
-    """Queues what a dynamically registered client points at: its logo and its page."""
-    logo_uri, client_uri = metadata.get("logo_uri"), metadata.get("client_uri")
-    if isinstance(logo_uri, str):
-        queue(storage, logo_uri, "image", now)
-    if isinstance(client_uri, str):
-        queue(storage, client_uri, "page", now)
+    """Queues what a dynamically registered client points at (`client_uris`)."""
+    for uri, kind in client_uris(metadata):
+        queue(storage, uri, kind, now)

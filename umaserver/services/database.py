@@ -4,7 +4,9 @@ what this version no longer allows. The command line, `create_app` and so the te
 from __future__ import annotations
 
 import logging
+import os
 import threading
+import weakref
 from pathlib import Path
 
 from ..clock import Clock
@@ -42,6 +44,10 @@ class Opener:
         self.pool_size = pool_size
         self._idle: list[Storage] = []
         self._pool_lock = threading.Lock()
+        # The database file each handle opened (see `_file`).
+        self._opened: weakref.WeakKeyDictionary[Storage, tuple[int, ...] | None] = (
+            weakref.WeakKeyDictionary()
+        )
 
     @property
     def ready(self) -> bool:
@@ -61,20 +67,44 @@ class Opener:
                 error,
             )
 
+    def _file(self) -> tuple[int, ...] | None:
+        """Which file the database is now, and its mode: a pooled handle serves only while they
+        are what it opened. A file replaced under the server (a backup restored) must not be
+        written through a connection to the old one, and a file made read-only must not be
+        written through a connection opened while it was writable."""
+        try:
+            found = os.stat(self.path)
+        except OSError:
+            return None
+        return (found.st_dev, found.st_ino, found.st_mode)
+
     def __call__(self) -> Storage:
-        """A handle: an idle one from the pool, else a new one."""
+        """A handle: an idle one from the pool (of this very file), else a new one."""
         if not self.ready:
             self.prepare()
+        now = self._file()
+        stale: list[Storage] = []
+        found = None
         with self._pool_lock:
-            if self._idle:
-                return self._idle.pop()
-        return open_storage(self.path)
+            while self._idle:
+                handle = self._idle.pop()
+                if self._opened.get(handle) == now and now is not None:
+                    found = handle
+                    break
+                stale.append(handle)
+        for handle in stale:
+            handle.close()
+        if found is not None:
+            return found
+        handle = open_storage(self.path)
+        self._opened[handle] = now
+        return handle
 
     def release(self, handle: Storage) -> None:
         """Takes a handle back when its unit of work is over: kept for the next one while the
         pool has room and the handle is sound (`reusable`), else closed. Opening a connection and
         setting it up costs more than most requests' queries."""
-        if handle.reusable():
+        if handle.reusable() and handle in self._opened:
             with self._pool_lock:
                 if len(self._idle) < self.pool_size:
                     self._idle.append(handle)

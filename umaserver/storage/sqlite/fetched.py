@@ -34,6 +34,16 @@ class FetchedUris(Base):
         return None if row is None else _uri(row)
 
     def claim_fetch_work(self, now: int, claimed_until: int, limit: int) -> list[FetchedUri]:
+        # A look without the write lock first: the job looks whenever it is woken, and taking
+        # the lock for nothing would make requests that write wait for it.
+        if (
+            self._one(
+                "SELECT 1 FROM fetched_uris WHERE next_try_at <= ? AND claimed_until <= ? LIMIT 1",
+                (now, now),
+            )
+            is None
+        ):
+            return []
         # BEGIN IMMEDIATE holds the write lock from the read on: no other handle takes the same
         # rows between this SELECT and the UPDATE.
         with self.transaction():
