@@ -11,7 +11,7 @@ import weakref
 
 from flask import Flask, Response
 
-from . import error_responses, pages, secrets_at_rest
+from . import error_responses, pages, secrets_at_rest, wsgi_request
 from .api import (
     authorization,
     discovery,
@@ -53,6 +53,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         config = load_config()
     clock = clock or SystemClock()
     app = Flask(__name__)
+    app.request_class = wsgi_request.Request
     app.config.update(
         SECRET_KEY=config.secret_key,
         MAX_CONTENT_LENGTH=config.limits.max_body_bytes,
@@ -136,7 +137,10 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
 def _no_store(response: Response) -> Response:
     """API answers carry tokens and owners' data: no cache keeps them (RFC 6749 5.1). An answer
     that says how it may be cached (the configuration document, pages) keeps its own word. Every
-    JSON answer, errors too, is JSON to a browser and nothing else (`nosniff`)."""
+    JSON answer, errors too, is JSON to a browser and nothing else (`nosniff`). Answers written
+    by `error_responses.json_response` (and pages) carry their headers already."""
+    if "X-Content-Type-Options" in response.headers:
+        return response
     if response.is_json and "Cache-Control" not in response.headers:
         response.headers["Cache-Control"] = "no-store"
         response.headers["Pragma"] = "no-cache"

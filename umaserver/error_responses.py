@@ -28,11 +28,32 @@ def error_response(
     extra: Mapping[str, Any] | None = None,
 ) -> Response:
     body = {"error": error, "error_description": description, **(extra or {})}
-    # A final newline, as Flask's jsonify writes, so that errors read well in a terminal too.
-    response = Response(json.dumps(body) + "\n", status=status, mimetype="application/json")
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Pragma"] = "no-cache"
-    response.headers["X-Content-Type-Options"] = "nosniff"
+    return json_response(body, status, headers)
+
+
+# Every API answer carries tokens or owners' data: no cache keeps it (RFC 6749 5.1), and it is JSON
+# to a browser and nothing else.
+_API_HEADERS = (
+    ("Cache-Control", "no-store"),
+    ("Pragma", "no-cache"),
+    ("X-Content-Type-Options", "nosniff"),
+)
+
+
+def json_response(
+    body: Any,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+    content_type: str = "application/json",
+) -> Response:
+    """An API answer: `body` as compact JSON with a final newline (as Flask's jsonify writes it,
+    so that answers read well in a terminal too), with the API's headers, then `headers`."""
+    response = Response(
+        json.dumps(body, separators=(",", ":")) + "\n",
+        status=status,
+        headers=_API_HEADERS,
+        content_type=content_type,
+    )
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response

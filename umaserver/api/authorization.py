@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from flask import Blueprint, Response
 
+from ..error_responses import json_response
 from ..errors import NotAuthorized, ServerError
 from ..runtime import runtime
 from ..services.authorization import request_authorization
@@ -46,18 +45,13 @@ def authorization_request() -> Response:
     )
     if outcome.kind == "grant":
         # The spec's success answer: 201, Content-Type application/json;charset=UTF-8.
-        return Response(
-            json.dumps({"rpt": outcome.rpt}) + "\n",
-            status=201,
-            content_type="application/json;charset=UTF-8",
+        return json_response(
+            {"rpt": outcome.rpt}, 201, content_type="application/json;charset=UTF-8"
         )
     if outcome.kind == "need_claims":
         # Not an error: exactly the spec's shape, with no `error` member, so that a client that
         # takes any `error` for a refusal cannot misread it (DESIGN.md, "Errors").
-        return Response(
-            json.dumps({"need_claims": [needed.as_dict() for needed in outcome.need_claims]})
-            + "\n",
-            status=403,
-            content_type="application/json",
+        return json_response(
+            {"need_claims": [needed.as_dict() for needed in outcome.need_claims]}, 403
         )
     raise NotAuthorized(outcome.reason)

@@ -100,9 +100,12 @@ def _translate(error: OAuth2Error, scope: str) -> APIError:
 def authenticate(scope: str) -> AccessToken:
     """The request's PAT or AAT, which must carry `scope`; raises the RFC 6750 errors."""
     try:
-        # Only the method and headers are read (the bearer token): not the body, and not the
-        # full URL, which Authlib's Flask wrapper builds for every request at a cost.
-        checked = JsonRequest(request.method, request.path, request.headers)
+        # Only the Authorization header is read: not the body, and not the full URL, which
+        # Authlib's Flask wrapper builds for every request at a cost.
+        header = request.headers.get("Authorization")
+        checked = JsonRequest(
+            request.method, request.path, {} if header is None else {"Authorization": header}
+        )
         stored: _StoredToken = _protector.validate_request([scope], checked)
     except OAuth2Error as error:
         raise _translate(error, scope) from None

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, request
 
+from ..error_responses import json_response
 from ..errors import InvalidRequest
 from ..runtime import runtime
 from ..services.accounts import find_access_token
@@ -85,4 +86,4 @@ def introspect() -> Response:
             and token.expires_at > now
         ):
             answer = _access_token_answer(token)
-    return jsonify(answer)
+    return json_response(answer)

@@ -5,8 +5,9 @@ Scoped to the PAT's owner and resource server, like registration.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response
 
+from ..error_responses import json_response
 from ..runtime import runtime
 from ..services.registration import register_permission
 from ..storage.per_request import storage
@@ -31,6 +32,4 @@ def permission_registration() -> Response:
         body["scopes"],
         uma.config.lifetimes.ticket,
     )
-    response = jsonify({"ticket": ticket})
-    response.status_code = 201
-    return response
+    return json_response({"ticket": ticket}, 201)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, request
 
 from ..claims.model import REDIRECT_TYPE
+from ..error_responses import json_response
 from ..errors import InvalidRequest, InvalidToken, MissingToken, echo
 from ..fetching import running
 from ..fetching.queue import client_uris, queue_client
@@ -112,9 +113,7 @@ def _answer(client: Client, status: int, secrets: dict[str, Any] | None = None) 
     if not client.is_public:
         document["client_secret_expires_at"] = 0
     document["registration_client_uri"] = runtime().config.url(f"/register/{client.client_id}")
-    response = jsonify(document)
-    response.status_code = status
-    return response
+    return json_response(document, status)
 
 
 @bp.post("/register")

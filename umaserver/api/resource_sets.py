@@ -6,8 +6,9 @@ in the order authentication, method, existence, body.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, request, url_for
+from flask import Blueprint, Response, request, url_for
 
+from ..error_responses import json_response
 from ..errors import NotFound, UnsupportedMethod
 from ..fetching import running
 from ..fetching.queue import resource_set_uris
@@ -43,7 +44,7 @@ def _not_found() -> NotFound:
 def collection() -> Response:
     pat = authenticate(PROTECTION_SCOPE)
     if request.method == "GET":
-        return jsonify(storage().list_resource_sets(pat.owner, pat.client_id))
+        return json_response(storage().list_resource_sets(pat.owner, pat.client_id))
     if request.method == "POST":
         return _create(pat)
     raise UnsupportedMethod(headers={"Allow": "GET, POST"})
@@ -54,12 +55,12 @@ def _create(pat: AccessToken) -> Response:
     created = create_resource_set(storage(), runtime().clock.now(), pat, description)
     if resource_set_uris(description):
         running.wake()  # its scope descriptions and icon were queued: check them soon
-    response = jsonify({"_id": created.id, "user_access_policy_uri": policy_uri(created.id)})
-    response.status_code = 201
-    response.headers["Location"] = runtime().config.url(
-        url_for("resource_sets.item", rs_id=created.id)
+    location = runtime().config.url(url_for("resource_sets.item", rs_id=created.id))
+    return json_response(
+        {"_id": created.id, "user_access_policy_uri": policy_uri(created.id)},
+        201,
+        {"Location": location},
     )
-    return response
 
 
 @bp.route("/resource_set/<rs_id>", methods=_ROUTED_METHODS, provide_automatic_options=False)
@@ -83,10 +84,10 @@ def item(rs_id: str) -> Response:
             "_id": existing.id,
             "user_access_policy_uri": policy_uri(rs_id),
         }
-        return jsonify(body)
+        return json_response(body)
     description = load(_description_schema, read_json_object())
     if not replace_resource_set(store, runtime().clock.now(), pat, rs_id, description):
         raise _not_found()  # deleted between the read and the write
     if resource_set_uris(description):
         running.wake()
-    return jsonify({"_id": rs_id})
+    return json_response({"_id": rs_id})

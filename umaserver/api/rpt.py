@@ -6,8 +6,9 @@ fix it, and UMA 1.0 clients such as pyuma accept nothing else).
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response
 
+from ..error_responses import json_response
 from ..runtime import runtime
 from ..services.rpts import issue_rpt
 from ..storage.per_request import storage
@@ -21,4 +22,4 @@ def rpt_endpoint() -> Response:
     aat = authenticate(AUTHORIZATION_SCOPE)
     uma = runtime()
     rpt, _ = issue_rpt(storage(), uma.clock.now(), aat, uma.rpt_key, uma.config.lifetimes.rpt)
-    return jsonify({"rpt": rpt})
+    return json_response({"rpt": rpt})
