@@ -28,7 +28,7 @@ from authlib.oauth2.rfc6749 import (
 from flask import Blueprint, Flask, Response, current_app
 from flask import request as flask_request
 
-from ..error_responses import error_response
+from ..error_responses import error_response, json_response
 from ..errors import InvalidRequest
 from ..runtime import runtime
 from ..services.accounts import new_access_token, store_access_token
@@ -168,6 +168,18 @@ class UMAAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
 
     def create_oauth2_request(self, request: Any) -> PublicRequest:
         return PublicRequest(flask_request)
+
+    def handle_response(self, status_code: int, payload: Any, headers: Any) -> Response:
+        """A JSON answer (a token) in the API's one writer; a redirect as Authlib writes it."""
+        if not isinstance(payload, dict):
+            response: Response = super().handle_response(status_code, payload, headers)
+            return response
+        own = {"content-type", "cache-control", "pragma"}  # json_response writes these
+        return json_response(
+            payload,
+            status_code,
+            {name: value for name, value in headers if name.lower() not in own},
+        )
 
     def handle_error_response(self, request: Any, error: OAuth2Error) -> Response:
         """Authlib's errors in our one shape, each with an error_description; an error of the
