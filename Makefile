@@ -36,8 +36,10 @@ typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
 # xmlsec1 lets the tests run pysaml2 as an independent SAML identity provider; chromium and
-# chromium-driver run the browser tests (headless, offline). Debian packages, installed when missing;
-# where they cannot be installed, `make test` stops saying what to install (it never skips them).
+# chromium-driver run the browser tests (headless, offline); postgresql's server binaries run the
+# throwaway cluster of the PostgreSQL tests (tests/postgres_fixture.py: initdb and postgres, never
+# the package's own service). Debian packages, installed when missing; where they cannot be
+# installed, `make test` stops saying what to install (it never skips them).
 CHROMIUM := /usr/bin/chromium
 CHROMEDRIVER := /usr/bin/chromedriver
 system-deps:
@@ -45,12 +47,13 @@ system-deps:
 	command -v xmlsec1 >/dev/null || missing="$$missing xmlsec1"; \
 	[ -x $(CHROMIUM) ] || missing="$$missing chromium"; \
 	[ -x $(CHROMEDRIVER) ] || missing="$$missing chromium-driver"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; \
 	  elif command -v sudo >/dev/null && command -v apt-get >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq $$missing >/dev/null; \
-	  else echo "install the Debian packages$$missing (apt-get install$$missing) to run the SAML interoperability and browser tests" >&2; exit 1; fi; \
-	  [ -x $(CHROMIUM) ] && [ -x $(CHROMEDRIVER) ] && command -v xmlsec1 >/dev/null || { \
-	    echo "installing$$missing failed: install the Debian packages$$missing (apt-get install$$missing) to run the SAML interoperability and browser tests" >&2; exit 1; }; \
+	  else echo "install the Debian packages$$missing (apt-get install$$missing) to run the SAML interoperability, browser and PostgreSQL tests" >&2; exit 1; fi; \
+	  [ -x $(CHROMIUM) ] && [ -x $(CHROMEDRIVER) ] && command -v xmlsec1 >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	    echo "installing$$missing failed: install the Debian packages$$missing (apt-get install$$missing) to run the SAML interoperability, browser and PostgreSQL tests" >&2; exit 1; }; \
 	fi
 
 # oidc-provider under Node.js runs as a real OpenID provider for the tests (tests/oidc_provider);

@@ -38,6 +38,7 @@ from umaserver.storage import Storage as Store
 from umaserver.storage import open_storage, prepare_database
 
 from .flows import Party, wait_until
+from .postgres_fixture import postgres_cluster  # noqa: F401  (a fixture, for every test module)
 
 if TYPE_CHECKING:
     from umaserver.claims.model import Claim

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import weakref
+from pathlib import Path
 
 from flask import Flask, Response
 
@@ -15,6 +16,7 @@ from . import error_responses, pages, secrets_at_rest, wsgi_request
 from .api import (
     authorization,
     discovery,
+    health,
     introspection,
     metadata,
     openapi,
@@ -35,7 +37,8 @@ from .policy.store import PolicyStore
 from .runtime import Runtime, install
 from .services.database import Opener
 from .services.maintenance import EXPIRED_MEMORY, PruneJob
-from .storage import per_request
+from .services.postgresql_opener import PostgreSQLOpener
+from .storage import is_postgresql, per_request
 
 __all__ = ["create_app"]
 
@@ -61,7 +64,11 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     app.json.sort_keys = False  # type: ignore[attr-defined]
     logging.getLogger("umaserver").setLevel(logging.INFO)
 
-    opener = Opener(config.database, clock)
+    opener: Opener | PostgreSQLOpener
+    if is_postgresql(config.database):  # its version is checked, never changed (`init` does)
+        opener = PostgreSQLOpener(str(config.database), clock, config.postgresql)
+    else:
+        opener = Opener(Path(config.database), clock)
     opener.prepare_or_log()
     per_request.init_app(app, opener)
     weakref.finalize(app, opener.close_idle)  # the pooled connections end with the app
@@ -102,6 +109,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     weakref.finalize(app, fetching.stop)
 
     error_responses.register_error_handlers(app)
+    app.register_blueprint(health.bp)
     app.after_request(_no_store)
     token.init_app(app, config.lifetimes.access_token)
     revocation.init_app(app)

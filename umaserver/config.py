@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from .claims.oidc_issuers import DEFAULT_ALGORITHMS, DEFAULT_SCOPES, OidcIssuer
 from .claims.oidc_issuers import ENDPOINTS as OIDC_ENDPOINTS
 from .claims.saml import SamlIdp
+from .storage import Database, PostgreSQLSettings, is_postgresql
 from .toml_reader import TableReader, positive, valid_port
 
 T = TypeVar("T")
@@ -135,7 +136,9 @@ class FetchSettings:
 @dataclass(frozen=True)
 class Config:
     issuer: str
-    database: Path
+    # An SQLite file's path, or a PostgreSQL URL (a str starting with postgresql://), which may
+    # hold a password: kept out of repr, named with `storage.describe`.
+    database: Database = field(repr=False)
     policies: Path
     secret_key: str = field(repr=False)
     # `[policies] owner_rules`: owners' own rules (made on their policy pages) count in decisions
@@ -150,6 +153,8 @@ class Config:
     sessions: SessionSettings = SessionSettings()
     signin: SigninSettings = SigninSettings()
     fetch: FetchSettings = FetchSettings()
+    # `[postgresql]`: the connections of a PostgreSQL database (only with a postgresql:// URL).
+    postgresql: PostgreSQLSettings = field(default_factory=PostgreSQLSettings)
     saml_idps: tuple[SamlIdp, ...] = ()
     oidc_issuers: tuple[OidcIssuer, ...] = ()
     source: Path | None = None
@@ -181,6 +186,39 @@ def _secret(value: str) -> str | None:
 
 def _non_empty(value: str) -> str | None:
     return None if value.strip() else "must not be empty"
+
+
+def _database(value: str) -> str | None:
+    """A path, or a PostgreSQL URL that libpq can read (its password is never echoed)."""
+    if not value.strip():
+        return "must not be empty"
+    if not is_postgresql(value):
+        return None
+    from psycopg import ProgrammingError
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(value)
+    except ProgrammingError:
+        return "is not a PostgreSQL connection URL that libpq can read"
+    return None
+
+
+def _postgresql(reader: TableReader, database: str | None) -> PostgreSQLSettings:
+    defaults = PostgreSQLSettings()
+    if reader.table and database is not None and not is_postgresql(database):
+        reader.errors.append(
+            'postgresql: only applies to a PostgreSQL database (database = "postgresql://...")'
+        )
+    settings = PostgreSQLSettings(
+        pool_min=reader.take("pool_min", int, defaults.pool_min, _not_negative),
+        pool_max=reader.take("pool_max", int, defaults.pool_max, positive),
+        connect_timeout=reader.take("connect_timeout", int, defaults.connect_timeout, positive),
+    )
+    reader.finish()
+    if settings.pool_max < settings.pool_min:
+        reader.errors.append("postgresql.pool_max: must be at least pool_min")
+    return settings
 
 
 def _not_negative(value: int) -> str | None:
@@ -301,7 +339,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     errors: list[str] = []
     top = TableReader(data, "", errors)
     issuer = top.take("issuer", str, check=_issuer)
-    database = top.take("database", str, check=_non_empty)
+    database = top.take("database", str, check=_database)
     # `policies = "FILE"`, or a table: `[policies]` with `file` and `owner_rules`.
     if isinstance(top.table.get("policies"), dict):
         section = top.section("policies")
@@ -430,6 +468,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         allow_loopback=section.take("allow_loopback", bool, FetchSettings.allow_loopback),
     )
     section.finish()
+    postgresql = _postgresql(top.section("postgresql"), database)
     saml_idps = [_saml_idp(reader, base) for reader in top.tables("saml_idps")]
     oidc_issuers = [_oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
     _no_repeats("saml_idps", [idp.entity_id for idp in saml_idps if idp], "entity_id", errors)
@@ -440,7 +479,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         raise ConfigError(errors)
     return Config(
         issuer=issuer,
-        database=(base / database).resolve(),
+        database=database if is_postgresql(database) else (base / database).resolve(),
         policies=(base / policies).resolve(),
         secret_key=secret_key,
         owner_rules=owner_rules,
@@ -453,6 +492,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         sessions=sessions,
         signin=signin,
         fetch=fetch,
+        postgresql=postgresql,
         saml_idps=tuple(idp for idp in saml_idps if idp is not None),
         oidc_issuers=tuple(issuer for issuer in oidc_issuers if issuer is not None),
         source=source,

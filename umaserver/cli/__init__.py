@@ -20,7 +20,16 @@ from ..clock import SystemClock
 from ..config import Config, ConfigError, load_config
 from ..policy.rule_file import PolicyError
 from ..services import accounts, database
-from ..storage import Storage, StorageError, open_storage, write_problem
+from ..services.postgresql_opener import PostgreSQLOpener
+from ..storage import (
+    Storage,
+    StorageError,
+    check_database,
+    describe,
+    is_postgresql,
+    open_storage,
+    write_problem,
+)
 from ..storage.per_request import opener
 
 
@@ -52,18 +61,29 @@ CLOCK = SystemClock()
 
 def _prepare(config: Config) -> tuple[int, int]:
     try:
-        versions = database.prepare(config.database, CLOCK.now())
+        versions = database.prepare(config.database, CLOCK.now(), config.postgresql)
     except (StorageError, OSError) as error:
-        fail(f"The database {config.database} could not be prepared: {error}")
+        fail(f"The database {describe(config.database)} could not be prepared: {error}")
     except accounts.ClashingUsernames as error:
         fail(str(error))
     return versions
 
 
 def _store(ctx: click.Context) -> Storage:
+    """A handle for a command: on SQLite, the database created or upgraded first; on PostgreSQL
+    (shared with serving processes), only `init` changes the schema: its version is checked."""
     config = _config(ctx)
-    _prepare(config)
-    store = open_storage(config.database)
+    if is_postgresql(config.database):
+        try:
+            check_database(str(config.database), config.postgresql)
+        except StorageError as error:
+            fail(f"The database {describe(config.database)} cannot be used: {error}")
+    else:
+        _prepare(config)
+    try:
+        store = open_storage(config.database, config.postgresql)
+    except StorageError as error:
+        fail(f"The database {describe(config.database)} cannot be used: {error}")
     ctx.call_on_close(store.close)
     return store
 
@@ -87,12 +107,12 @@ def init(ctx: click.Context) -> None:
     """Create or upgrade the database (safe to run twice; back it up before an upgrade)."""
     config = _config(ctx)
     found, left = _prepare(config)
-    problem = write_problem(config.database)
+    problem = write_problem(config.database, config.postgresql)
     if problem is not None:
-        fail(f"The database {config.database} cannot be written: {problem}.")
+        fail(f"The database {describe(config.database)} cannot be written: {problem}.")
     emit(
         {
-            "database": str(config.database),
+            "database": describe(config.database),
             "status": "ready",
             "schema_version_found": found,
             "schema_version": left,
@@ -115,15 +135,15 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
     config = _config(ctx)
     app = _app(config)  # prepares the database, or logs why it cannot now
     handles = opener(app)
-    prepared = not isinstance(handles, database.Opener) or handles.ready
+    prepared = not isinstance(handles, database.Opener | PostgreSQLOpener) or handles.ready
     # When it could not even be prepared, create_app has said so already.
-    problem = write_problem(config.database) if prepared else None
+    problem = write_problem(config.database, config.postgresql) if prepared else None
     if problem is not None:
         # Serve anyway: reads may work, writes answer 503 until the storage can be written, and
         # that happens without a restart.
         logging.getLogger("umaserver").error(
             "The database %s cannot be written: %s; requests that write answer 503 until it can.",
-            config.database,
+            describe(config.database),
             problem,
         )
     settings = replace(
@@ -156,11 +176,11 @@ def _app(config: Config) -> Flask:
         fail(f"The rule file {config.policies} is broken:\n{error}")
     except accounts.ClashingUsernames as error:
         fail(str(error))
-    except StorageError as error:  # a database newer than this code, a broken migration
-        fail(f"The database {config.database} could not be prepared: {error}")
+    except StorageError as error:  # another schema version, a broken migration
+        fail(f"The database {describe(config.database)} could not be prepared: {error}")
     except ValueError as error:  # a broken JWKS file of an OIDC issuer
         fail(str(error))
 
 
 # The command groups register themselves on `main`.
-from . import operators, rules  # noqa: E402, F401  (clients, users, tokens; the rule file)
+from . import db, operators, rules  # noqa: E402, F401  (clients, users, tokens; the rule file; db copy)

@@ -15,6 +15,7 @@ from ..policy.rule_file import PolicyError, load_rules
 from ..services import explain
 from ..services.decision import owner_name
 from ..services.owner_rules import check_stored_rules, effective_rules
+from ..storage import describe, is_postgresql
 from . import CLOCK, _config, _store, emit, fail, main
 
 # -- policies ----------------------------------------------------------------------------------
@@ -52,10 +53,13 @@ def policy_check(ctx: click.Context, file: str | None) -> None:
     answer: dict[str, Any] = {"file": str(path), "valid": True, "rules": rule_ids}
     if config is not None:
         # A database not made yet holds no rules (and `check` does not make one).
-        stored = check_stored_rules(_store(ctx)) if config.database.exists() else None
+        made = is_postgresql(config.database) or Path(config.database).exists()
+        stored = check_stored_rules(_store(ctx)) if made else None
         if stored is not None and stored.errors:
-            problems.append(f"{config.database}: owners' rules:\n" + "\n".join(stored.errors))
-        answer["database"] = str(config.database)
+            problems.append(
+                f"{describe(config.database)}: owners' rules:\n" + "\n".join(stored.errors)
+            )
+        answer["database"] = describe(config.database)
         answer["owner_rules"] = [
             {"owner": owner, "id": rule_id} for owner, rule_id in (stored.rules if stored else [])
         ]

@@ -10,20 +10,30 @@ import weakref
 from pathlib import Path
 
 from ..clock import Clock
-from ..storage import Storage, StorageUnavailable, open_storage, prepare_database
+from ..storage import (
+    Database,
+    PostgreSQLSettings,
+    Storage,
+    StorageUnavailable,
+    open_storage,
+    prepare_database,
+)
 from . import accounts
 
 log = logging.getLogger("umaserver")
 
 
-def prepare(path: Path, now: int) -> tuple[int, int]:
-    """Creates or upgrades the database: (schema version found, version left).
+def prepare(
+    database: Database, now: int, settings: PostgreSQLSettings | None = None
+) -> tuple[int, int]:
+    """Creates or upgrades the database (SQLite or PostgreSQL): (schema version found, version
+    left).
 
     Raises StorageError (StorageUnavailable when the storage cannot be used right now), or
     accounts.ClashingUsernames.
     """
-    versions = prepare_database(path, now)
-    handle = open_storage(path)
+    versions = prepare_database(database, now, settings)
+    handle = open_storage(database, settings)
     try:
         accounts.check_stored_usernames(handle)
     finally:
@@ -32,7 +42,8 @@ def prepare(path: Path, now: int) -> tuple[int, int]:
 
 
 class Opener:
-    """Opens storage handles for a serving app. A database that could not be prepared at start
+    """Opens storage handles on an SQLite database for a serving app (PostgreSQL's:
+    `postgresql_opener`). A database that could not be prepared at start
     (read-only or full storage, a missing mount) is prepared on the first request after it can
     be: until then each request meets StorageUnavailable (503), and no restart is needed."""
 

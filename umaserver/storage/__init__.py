@@ -1,9 +1,13 @@
 """Storage: the contract the services use (`contract.Storage`), the records it speaks in
-(`records`), its SQLite implementation (`sqlite`), schema versions (`migrations`) and the Flask glue
-that gives each request one handle (`per_request`).
+(`records`), its SQLite implementation (`sqlite`) and its PostgreSQL one (`postgresql`), schema
+versions (`migrations`) and the Flask glue that gives each request one handle (`per_request`).
 
-`prepare_database` is the one place a database is created or upgraded: `create_app`, `init` and
-every command that opens the database call it.
+A database is a `Database`: a path (SQLite), or a `postgresql://` URL (a str). The functions here
+take either and dispatch on it.
+
+`prepare_database` is the one place a database is created or upgraded: `create_app` (SQLite),
+`init` and every command that opens an SQLite database call it. A PostgreSQL database is shared by
+several processes: only `init` upgrades it, and the others check its version (`check_database`).
 """
 
 from __future__ import annotations
@@ -12,31 +16,60 @@ import os
 import sqlite3
 from pathlib import Path
 
+from . import postgresql
 from .contract import Storage
 from .errors import StorageUnavailable
 from .migrations import SchemaError, StorageError, migrate
+from .postgresql import PostgreSQLSettings
 from .sqlite import SQLiteStorage, connect
 
 __all__ = [
+    "Database",
+    "PostgreSQLSettings",
     "SchemaError",
     "Storage",
     "StorageError",
     "StorageUnavailable",
+    "check_database",
+    "describe",
+    "is_postgresql",
     "open_storage",
     "prepare_database",
     "write_problem",
 ]
 
+# A path: SQLite. A str: a PostgreSQL URL (`postgresql://...`), or a path given as text.
+Database = Path | str
+
 # Less free space than this beside the database, and writes are about to fail.
 MIN_FREE_BYTES = 1024 * 1024
 
 
-def prepare_database(path: Path, now: int) -> tuple[int, int]:
-    """Creates or upgrades the database at `path`: (schema version found, version left).
+def is_postgresql(database: Database) -> bool:
+    """Whether `database` is a PostgreSQL URL (else it is an SQLite file's path)."""
+    return postgresql.is_url(database)
+
+
+def describe(database: Database) -> str:
+    """How messages name the database: its path, or its URL without a password."""
+    return postgresql.describe(str(database)) if is_postgresql(database) else str(database)
+
+
+def _timeout(settings: PostgreSQLSettings | None) -> int:
+    return (settings or PostgreSQLSettings()).connect_timeout
+
+
+def prepare_database(
+    database: Database, now: int, settings: PostgreSQLSettings | None = None
+) -> tuple[int, int]:
+    """Creates or upgrades the database: (schema version found, version left).
 
     Raises SchemaError (a database newer than this code, a broken migration), or StorageError
-    (StorageUnavailable among them) when the file cannot be opened or written.
+    (StorageUnavailable among them) when it cannot be opened or written.
     """
+    if is_postgresql(database):
+        return postgresql.prepare(str(database), now, _timeout(settings))
+    path = Path(database)
     try:
         conn = connect(path)
         try:
@@ -47,17 +80,30 @@ def prepare_database(path: Path, now: int) -> tuple[int, int]:
         raise StorageError(str(error)) from error
 
 
-def open_storage(path: Path) -> Storage:
+def check_database(url: str, settings: PostgreSQLSettings | None = None) -> int:
+    """PostgreSQL's schema version, when it is this code's; SchemaError saying what to do when
+    not (StorageUnavailable when the server cannot be reached). (An SQLite database is only ever
+    used by one process: serving it prepares it.)"""
+    return postgresql.check_database(url, _timeout(settings))
+
+
+def open_storage(database: Database, settings: PostgreSQLSettings | None = None) -> Storage:
     """A new handle (one connection) on a prepared database."""
-    return SQLiteStorage.open(path)
+    if is_postgresql(database):
+        return postgresql.PostgreSQLStorage.open(str(database), _timeout(settings))
+    return SQLiteStorage.open(Path(database))
 
 
-def write_problem(path: Path) -> str | None:
-    """Why the prepared database at `path` cannot be written right now, or None.
+def write_problem(database: Database, settings: PostgreSQLSettings | None = None) -> str | None:
+    """Why the prepared database cannot be written right now, or None.
 
-    Takes the write lock and lets it go (nothing is written), and looks at the free space beside it:
-    a read-only file or file system, or a full disk.
+    SQLite: takes the write lock and lets it go (nothing is written), and looks at the free space
+    beside the file: a read-only file or file system, or a full disk. PostgreSQL: a write that
+    changes nothing and is rolled back (a read-only server, a missing privilege).
     """
+    if is_postgresql(database):
+        return postgresql.write_problem(str(database), _timeout(settings))
+    path = Path(database)
     try:
         conn = connect(path)
         try:

@@ -1,0 +1,187 @@
+"""Schema versions on PostgreSQL: one sequence with SQLite's. A new database records every version
+up to the current one and has SQLite's tables and columns; preparing again changes nothing; several
+processes preparing one database at once (the advisory lock) apply it once; a database newer than
+the code, or holding tables that are not umaserver's, is refused untouched; `check_database` (what
+`serve` runs) refuses any version but the code's."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from umaserver.storage import (
+    SchemaError,
+    StorageUnavailable,
+    check_database,
+    open_storage,
+    prepare_database,
+    write_problem,
+)
+from umaserver.storage.migrations import current_version
+from umaserver.storage.postgresql import describe
+from umaserver.storage.postgresql.migrate import FIRST_VERSION, migrations
+
+from ..postgres_fixture import PostgresCluster
+
+NOW = 1_767_225_600
+
+
+@pytest.fixture
+def empty(postgres_cluster: PostgresCluster) -> Iterator[str]:
+    url = postgres_cluster.empty_database()
+    yield url
+    postgres_cluster.drop(url)
+
+
+def run(url: str, sql: str, *parameters: object) -> list[tuple[object, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cursor = conn.execute(sql, parameters)  # type: ignore[arg-type]
+        return cursor.fetchall() if cursor.description else []
+
+
+def versions(url: str) -> list[int]:
+    return [
+        int(str(row[0])) for row in run(url, "SELECT version FROM schema_migrations ORDER BY 1")
+    ]
+
+
+def test_a_new_database_records_every_version(empty: str) -> None:
+    assert prepare_database(empty, NOW) == (0, current_version())
+    assert versions(empty) == list(range(1, current_version() + 1))
+    assert check_database(empty) == current_version()
+    assert write_problem(empty) is None
+
+
+def test_preparing_twice_changes_nothing(empty: str) -> None:
+    prepare_database(empty, NOW)
+    assert prepare_database(empty, NOW + 60) == (current_version(), current_version())
+    assert run(empty, "SELECT DISTINCT applied_at FROM schema_migrations") == [(NOW,)]
+
+
+def test_the_schema_has_sqlites_tables_and_columns(empty: str, tmp_path: Path) -> None:
+    prepare_database(empty, NOW)
+    prepare_database(tmp_path / "uma.db", NOW)
+    sqlite = sqlite3.connect(tmp_path / "uma.db")
+    try:
+        tables = [
+            row[0] for row in sqlite.execute("SELECT name FROM sqlite_master WHERE type='table'")
+        ]
+        expected = {
+            table: sorted(row[1] for row in sqlite.execute(f"PRAGMA table_info({table})"))
+            for table in tables
+        }
+    finally:
+        sqlite.close()
+    found: dict[str, list[str]] = {}
+    for table, column in run(
+        empty,
+        "SELECT table_name, column_name FROM information_schema.columns"
+        " WHERE table_schema = current_schema() ORDER BY 1, 2",
+    ):
+        if column != "seq":  # PostgreSQL's stand-in for SQLite's rowid
+            found.setdefault(str(table), []).append(str(column))
+    assert found == expected
+
+
+def test_a_database_newer_than_the_code_is_refused_untouched(empty: str) -> None:
+    prepare_database(empty, NOW)
+    newer = current_version() + 1
+    run(empty, "INSERT INTO schema_migrations (version, applied_at) VALUES (%s, %s)", newer, NOW)
+    with pytest.raises(SchemaError, match=rf"\b{newer}\b.*\b{current_version()}\b"):
+        prepare_database(empty, NOW + 60)
+    with pytest.raises(SchemaError, match="newer"):
+        check_database(empty)
+    assert versions(empty)[-1] == newer
+
+
+def test_serving_refuses_an_older_or_an_empty_database(empty: str) -> None:
+    with pytest.raises(SchemaError, match="init"):
+        check_database(empty)
+    prepare_database(empty, NOW)
+    run(empty, "DELETE FROM schema_migrations WHERE version = %s", current_version())
+    with pytest.raises(SchemaError, match=r"older.*init"):
+        check_database(empty)
+
+
+def test_a_database_with_tables_of_others_is_refused_untouched(empty: str) -> None:
+    run(empty, "CREATE TABLE their_table (x integer)")
+    with pytest.raises(SchemaError, match="no umaserver schema"):
+        prepare_database(empty, NOW)
+    assert run(
+        empty,
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
+    ) == [("their_table",)]
+
+
+def test_postgresql_migrations_follow_sqlites_sequence() -> None:
+    assert [migration.version for migration in migrations()] == list(
+        range(FIRST_VERSION + 1, current_version() + 1)
+    )
+    assert current_version() >= FIRST_VERSION
+
+
+RACER = """
+import sys
+from umaserver.storage import prepare_database
+print("ready", flush=True)
+sys.stdin.readline()
+print(list(prepare_database(sys.argv[1], int(sys.argv[2]))))
+"""
+
+
+def test_processes_preparing_at_once_apply_it_once(empty: str) -> None:
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, empty, str(NOW)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    try:
+        for racer in racers:
+            assert racer.stdout is not None and racer.stdout.readline() == "ready\n"
+        for racer in racers:
+            assert racer.stdin is not None
+            racer.stdin.write("go\n")
+            racer.stdin.flush()
+        outcomes = [(*racer.communicate(timeout=60), racer.returncode) for racer in racers]
+    finally:
+        for racer in racers:
+            if racer.poll() is None:
+                racer.kill()
+    assert [code for _, _, code in outcomes] == [0] * len(racers), outcomes
+    results = sorted(tuple(json.loads(out)) for out, _, _ in outcomes)
+    assert results == [(0, current_version())] + [(current_version(), current_version())] * 3
+    assert versions(empty) == list(range(1, current_version() + 1))
+
+
+def test_a_server_that_cannot_be_reached_is_unavailable(tmp_path: Path) -> None:
+    nowhere = f"postgresql://postgres@/uma?host={tmp_path}&port=1"
+    with pytest.raises(StorageUnavailable):
+        prepare_database(nowhere, NOW)
+    with pytest.raises(StorageUnavailable):
+        open_storage(nowhere)
+    problem = write_problem(nowhere)
+    assert problem is not None
+
+
+def test_messages_name_the_database_without_its_password() -> None:
+    assert (
+        describe("postgresql://uma:s3cret@db.example:5432/uma?sslmode=require")
+        == "postgresql://uma:***@db.example:5432/uma?sslmode=require"
+    )
+    assert (
+        describe("postgresql:///uma?host=/run/postgresql&password=s3cret")
+        == "postgresql:///uma?host=/run/postgresql&password=***"
+    )
+    assert describe("postgresql://uma@db/uma") == "postgresql://uma@db/uma"

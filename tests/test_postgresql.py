@@ -1,0 +1,245 @@
+"""A PostgreSQL database in the config: `database = "postgresql://..."` and `[postgresql]` read and
+checked; `init` creates or upgrades it, `serve` (and every other command) refuses a database of
+another version; `/healthz` says whether the database answers; `db copy` moves an SQLite database
+into an empty PostgreSQL one. (The storage contract itself: tests/storage, on both backends.)"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+
+from umaserver import create_app
+from umaserver.cli import main as cli_main
+from umaserver.config import ConfigError, load_config
+from umaserver.storage import PostgreSQLSettings, SchemaError, open_storage
+from umaserver.storage.migrations import current_version
+
+from .conftest import (
+    SECRET,
+    FakeClock,
+    make_client,
+    make_party,
+    make_person,
+    open_store,
+)
+from .postgres_fixture import PostgresCluster
+
+
+def config_text(database: str, extra: str = "") -> str:
+    return (
+        'issuer = "http://uma.test"\n'
+        f'database = "{database}"\n'
+        'policies = "policies.toml"\n'
+        f'secret_key = "{SECRET}"\n' + extra
+    )
+
+
+def write(folder: Path, text: str) -> Path:
+    (folder / "policies.toml").write_text("", encoding="utf-8")
+    path = folder / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def invoke(config: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli_main, ["--config", str(config), *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def empty(postgres_cluster: PostgresCluster) -> Iterator[str]:
+    """A PostgreSQL database without umaserver's schema."""
+    url = postgres_cluster.empty_database()
+    yield url
+    postgres_cluster.drop(url)
+
+
+@pytest.fixture
+def prepared(postgres_cluster: PostgresCluster) -> Iterator[str]:
+    """A PostgreSQL database with the current schema."""
+    url = postgres_cluster.new_database()
+    yield url
+    postgres_cluster.drop(url)
+
+
+# -- the config -----------------------------------------------------------------------------------
+
+
+def test_a_url_is_postgresql_and_a_path_sqlite(tmp_path: Path) -> None:
+    url = "postgresql://uma@db.example:5432/uma?sslmode=require"
+    config = load_config(
+        write(tmp_path, config_text(url, "[postgresql]\npool_min = 0\npool_max = 4\n"))
+    )
+    assert config.database == url
+    assert config.postgresql == PostgreSQLSettings(pool_min=0, pool_max=4, connect_timeout=5)
+    assert load_config(write(tmp_path, config_text("uma.db"))).database == tmp_path / "uma.db"
+    assert "uma@db.example" not in repr(config)
+
+
+@pytest.mark.parametrize(
+    ("database", "table", "errors"),
+    [
+        (
+            "uma.db",
+            "pool_max = 4\n",
+            ['postgresql: only applies to a PostgreSQL database (database = "postgresql://...")'],
+        ),
+        (
+            "postgresql:///uma",
+            "pool_min = 5\npool_max = 4\nconnect_timeout = 0\npool = 3\n",
+            [
+                "postgresql.connect_timeout: must be greater than 0",
+                "postgresql.pool: unknown key",
+                "postgresql.pool_max: must be at least pool_min",
+            ],
+        ),
+        (
+            "postgresql://uma:s3cret@db/uma?sslmode",
+            "",
+            ["database: is not a PostgreSQL connection URL that libpq can read"],
+        ),
+    ],
+)
+def test_postgresql_settings_are_checked(
+    tmp_path: Path, database: str, table: str, errors: list[str]
+) -> None:
+    text = config_text(database, f"[postgresql]\n{table}" if table else "")
+    with pytest.raises(ConfigError) as refused:
+        load_config(write(tmp_path, text))
+    assert [line.split(": ", 1)[1] for line in refused.value.errors] == errors
+    assert "s3cret" not in str(refused.value)
+
+
+# -- init, serve and the other commands ---------------------------------------------------------
+
+
+def test_init_creates_the_schema_and_names_the_database_without_its_password(
+    tmp_path: Path, empty: str
+) -> None:
+    with_password = empty.replace("postgres@", "postgres:pw@")  # trust: any password will do
+    config = write(tmp_path, config_text(with_password))
+    code, out, err = invoke(config, "init")
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["database"] == empty.replace("postgres@", "postgres:***@")
+    assert (answer["schema_version_found"], answer["schema_version"]) == (0, current_version())
+    code, out, err = invoke(config, "init")
+    assert code == 0 and json.loads(out)["schema_version_found"] == current_version()
+    code, out, err = invoke(config, "client", "list")
+    assert code == 0, err
+
+
+def test_serving_and_commands_refuse_a_database_init_has_not_prepared(
+    tmp_path: Path, empty: str
+) -> None:
+    config = write(tmp_path, config_text(empty))
+    with pytest.raises(SchemaError, match="init"):
+        create_app(load_config(config), clock=FakeClock())
+    code, out, err = invoke(config, "client", "list")
+    assert (code, out) == (1, "")
+    assert "init" in err
+    with psycopg.connect(empty) as conn:  # nothing was created
+        assert conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,)
+
+
+def test_serving_refuses_an_older_schema(tmp_path: Path, prepared: str) -> None:
+    with psycopg.connect(prepared, autocommit=True) as conn:
+        conn.execute("DELETE FROM schema_migrations WHERE version = %s", (current_version(),))
+    config = write(tmp_path, config_text(prepared))
+    with pytest.raises(SchemaError, match=r"older.*init"):
+        create_app(load_config(config), clock=FakeClock())
+    # No PostgreSQL database was ever older than PostgreSQL's first version: init says so too.
+    code, _, err = invoke(config, "init")
+    assert code == 1 and "older than any PostgreSQL database" in err
+
+
+# -- /healthz ----------------------------------------------------------------------------------
+
+
+def test_healthz_answers_when_the_database_does(tmp_path: Path, prepared: str) -> None:
+    for database in (prepared, "uma.db"):
+        app = create_app(load_config(write(tmp_path, config_text(database))), clock=FakeClock())
+        answer = app.test_client().get("/healthz")
+        assert (answer.status_code, answer.get_json()) == (200, {"status": "ok"})
+        assert answer.headers["Cache-Control"] == "no-store"
+
+
+def test_healthz_and_requests_answer_503_while_the_database_cannot_be_reached(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    nowhere = f"postgresql://postgres@/uma?host={tmp_path}&port=1"
+    config = load_config(
+        write(tmp_path, config_text(nowhere, "[postgresql]\npool_min = 0\nconnect_timeout = 1\n"))
+    )
+    with caplog.at_level(logging.ERROR, logger="umaserver"):
+        app = create_app(config, clock=FakeClock())  # serves: 503 until it can be reached
+    assert "cannot be reached" in caplog.text
+    http = app.test_client()
+    for answer in (http.get("/healthz"), http.post("/rpt", headers={"Authorization": "Bearer x"})):
+        assert answer.status_code == 503
+        assert answer.headers["Retry-After"]
+        assert answer.get_json()["error"] == "temporarily_unavailable"
+        assert set(answer.get_json()) == {"error", "error_description"}
+
+
+# -- db copy -----------------------------------------------------------------------------------
+
+
+def test_db_copy_moves_every_row_and_checks_the_counts(
+    tmp_path: Path, empty: str, postgres_cluster: PostgresCluster
+) -> None:
+    config = write(tmp_path, config_text("uma.db"))
+    store = open_store(tmp_path / "uma.db")
+    try:
+        client_id, _ = make_client(store, "a resource server")
+        party = make_party(store, "alice", "uma_protection", client_id)
+        make_person(store, "bob", None, {"email": "bob@example.org"})
+        for index in range(3):
+            store.record_signin_failure(f"key-{index}", 1_700_000_000 + index)
+        clients = store.list_clients()
+        users = store.list_users()
+    finally:
+        store.close()
+
+    code, out, err = invoke(config, "db", "copy", "--to", empty)
+    assert code == 0, err
+    answer = json.loads(out)
+    assert answer["status"] == "copied" and answer["to"] == empty
+    tables = answer["tables"]
+    assert (tables["clients"], tables["users"], tables["access_tokens"]) == (1, 2, 1)
+    assert tables["signin_failures"] == 3 and answer["rows"] == sum(tables.values())
+
+    copied = open_storage(empty)
+    try:
+        assert copied.list_clients() == clients
+        assert [c.created_at for c in copied.list_clients()] == [c.created_at for c in clients]
+        assert copied.list_users() == users
+        from umaserver import secrets_at_rest
+
+        token = copied.get_access_token(secrets_at_rest.digest(party.token))
+        assert token is not None and token.username == "alice" and token.revoked is False
+        assert copied.signin_failures_since("key-2", 0) == [1_700_000_002]
+    finally:
+        copied.close()
+
+    # A second copy would merge: refused, and nothing changes.
+    code, out, err = invoke(config, "db", "copy", "--to", empty)
+    assert (code, out) == (1, "")
+    assert "not empty" in err and "clients (1)" in err
+
+
+def test_db_copy_refuses_what_it_cannot_copy(tmp_path: Path, prepared: str) -> None:
+    sqlite = write(tmp_path, config_text("uma.db"))
+    code, _, err = invoke(sqlite, "db", "copy", "--to", "other.db")
+    assert code == 1 and "PostgreSQL URL" in err
+    code, _, err = invoke(sqlite, "db", "copy", "--to", prepared)
+    assert code == 1 and "no SQLite database" in err
+    postgres = write(tmp_path, config_text(prepared))
+    code, _, err = invoke(postgres, "db", "copy", "--to", prepared)
+    assert code == 1 and "PostgreSQL already" in err

@@ -1,0 +1,70 @@
+"""Opening storage handles on a PostgreSQL database for a serving app: the same duties as
+`database.Opener` (SQLite's), over a pool of connections that several processes' pools share the
+database with.
+
+A serving process never changes the schema: the first use checks that the database has this code's
+version (`init` upgrades it, with every process stopped), and refuses to serve another. A database
+that cannot be reached at start is checked on the first request after it can be: until then each
+request meets StorageUnavailable (503), and no restart is needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from ..clock import Clock
+from ..storage import PostgreSQLSettings, Storage, StorageUnavailable, check_database, describe
+from ..storage.postgresql.pool import HandlePool
+from . import accounts
+
+log = logging.getLogger("umaserver")
+
+
+class PostgreSQLOpener:
+    """Handles over the process's pool of connections: `release` gives a handle's connection back."""
+
+    def __init__(self, url: str, clock: Clock, settings: PostgreSQLSettings) -> None:
+        self.url = url
+        self.clock = clock
+        self.settings = settings
+        self._ready = threading.Event()
+        self._pool = HandlePool(url, settings)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def prepare(self) -> None:
+        """Checks the schema version (SchemaError when it is not this code's) and the stored
+        usernames (ClashingUsernames)."""
+        check_database(self.url, self.settings)
+        handle = self._pool.handle()
+        try:
+            accounts.check_stored_usernames(handle)
+        finally:
+            handle.close()
+        self._ready.set()
+
+    def prepare_or_log(self) -> None:
+        try:
+            self.prepare()
+        except StorageUnavailable as error:
+            log.error(
+                "The database %s cannot be reached: %s; requests answer 503 until it can.",
+                describe(self.url),
+                error,
+            )
+
+    def __call__(self) -> Storage:
+        if not self.ready:
+            self.prepare()
+        return self._pool.handle()
+
+    def release(self, handle: Storage) -> None:
+        """The connection goes back to the pool (which keeps it, or discards a broken one)."""
+        handle.close()
+
+    def close_idle(self) -> None:
+        """Closes the pool's connections (at the app's end)."""
+        self._pool.close()

@@ -1,0 +1,162 @@
+"""The PostgreSQL implementation of the storage contract: every SQL statement the server sends to
+PostgreSQL is in this package, its `schema.sql` or its `migrations/`.
+
+Several server processes, on one machine or many, share one database: nothing here relies on a
+lock of one process. psycopg 3, one connection per handle (`PostgreSQLStorage.open`, or one lent
+by the serving app's pool, `pool.HandlePool`), autocommit between transactions.
+
+How the contract's promises are kept:
+
+* **Single-use things** (`consume_ticket`, `finish_ticket`, `count_ticket_request`,
+  `consume_authorization_code`, `use_refresh_token`, `bind_claims_handle`, `use_claims_handle`) are
+  one `UPDATE ... WHERE <still usable>` (with `RETURNING` where a value comes back). Racers queue
+  on the row's lock; at READ COMMITTED the one that waited re-reads the row as the winner left it
+  and finds it no longer usable: exactly one gets True.
+* **What a transaction has read stays true until it ends.** `transaction()` is READ COMMITTED, and
+  every read inside a transaction locks the rows it returns until the transaction ends (SQLite's
+  `BEGIN IMMEDIATE` locks the whole file instead). Rows a transaction may go on to change (a
+  ticket, a claims handle, a code, a token, an RPT and its permissions, the set its resource
+  server reads to replace) get `FOR NO KEY UPDATE`, the lock an UPDATE takes, so that two
+  transactions reading one ticket queue at the read: the second reads the ticket as the first
+  left it, and never decides on a state that is gone. Rows it only reads to decide (clients,
+  users, the resource set a decision is about, owners' rules) get `FOR SHARE`: decisions on one set
+  go on side by side, a change of the set waits for them. What a read did not find cannot be
+  locked, so the absences that matter are guarded otherwise: a ticket's gathered claims by the
+  ticket's row (every write of them locks it; a read of them in a transaction too), and the uses of
+  one assertion by an advisory lock on (issuer, ID) held to the end of the transaction
+  (`record_assertion_use`: of racers with one assertion, each sees every use committed before it).
+  Counts (`count_resource_sets_of`, the permission counts of `resource_sets_of`) lock nothing.
+* SERIALIZABLE with retries was the other way: it cannot be used here, because a transaction is a
+  block of the caller's code that the store cannot run again.
+* Transactions that lock rows in opposite orders can deadlock (rarely: a decision locks its ticket
+  then its set, a registration update its set then the set's tickets). PostgreSQL breaks a
+  deadlock by aborting one of them; that one meets `StorageUnavailable` (503 with `Retry-After`,
+  nothing of it committed), as does a lock waited on past `base.LOCK_TIMEOUT_MS`.
+* The queue of fetches (`claim_fetch_work`) takes due rows with `FOR UPDATE SKIP LOCKED`: racing
+  jobs take different rows and never wait on each other.
+
+A server that cannot be reached, a connection cut, a shutdown, too many connections, a full disk
+or a read-only standby raise `StorageUnavailable`; a broken connection is replaced before the
+handle's next operation. Schema versions: `migrate`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import psycopg
+
+from ..errors import StorageUnavailable
+from .accounts import Accounts
+from .base import CONNECT_TIMEOUT, Connection, connect, unavailable
+from .evidence import Evidence
+from .fetched import FetchedUris
+from .identity_links import IdentityLinks
+from .migrate import check_version, migrate
+from .oauth import OAuth
+from .owner_rules import OwnerRules
+from .resources import Resources
+from .sessions import Sessions
+from .tokens import Tokens
+
+__all__ = [
+    "URL_SCHEMES",
+    "PostgreSQLSettings",
+    "PostgreSQLStorage",
+    "check_database",
+    "connect",
+    "describe",
+    "is_url",
+    "prepare",
+    "write_problem",
+]
+
+# `database` in the config is a PostgreSQL connection URL when it starts with one of these.
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(database: object) -> bool:
+    return isinstance(database, str) and database.startswith(URL_SCHEMES)
+
+
+@dataclass(frozen=True)
+class PostgreSQLSettings:
+    """`[postgresql]` of the config: the connections each serving process keeps open at least and
+    at most, and how many seconds a connection (or a request waiting for one) may take."""
+
+    pool_min: int = 2
+    pool_max: int = 10
+    connect_timeout: int = CONNECT_TIMEOUT
+
+
+class PostgreSQLStorage(
+    Accounts,
+    Resources,
+    Evidence,
+    Tokens,
+    OAuth,
+    Sessions,
+    IdentityLinks,
+    OwnerRules,
+    FetchedUris,
+):
+    """The contract's operations over one PostgreSQL connection (see `contract.Storage`)."""
+
+    @classmethod
+    def open(cls, url: str, connect_timeout: int = CONNECT_TIMEOUT) -> PostgreSQLStorage:
+        return cls(connect(url, connect_timeout), lambda: connect(url, connect_timeout))
+
+
+def prepare(url: str, now: int, connect_timeout: int = CONNECT_TIMEOUT) -> tuple[int, int]:
+    """Creates or upgrades the schema (`init`): (version found, version left)."""
+    conn = connect(url, connect_timeout)
+    try:
+        return migrate(conn, now)
+    except psycopg.Error as error:
+        raise (unavailable(error) or error) from error
+    finally:
+        conn.close()
+
+
+def check_database(url: str, connect_timeout: int = CONNECT_TIMEOUT) -> int:
+    """The schema version when it is this code's (`serve`); SchemaError when not."""
+    conn = connect(url, connect_timeout)
+    try:
+        return check_version(conn)
+    except psycopg.Error as error:
+        raise (unavailable(error) or error) from error
+    finally:
+        conn.close()
+
+
+def write_problem(url: str, connect_timeout: int = CONNECT_TIMEOUT) -> str | None:
+    """Why the database cannot be written right now, or None: a write that is rolled back (a
+    read-only standby, a missing privilege, a server that cannot be reached)."""
+    try:
+        conn = connect(url, connect_timeout)
+    except StorageUnavailable as error:
+        return str(error)
+    try:
+        with conn.transaction(force_rollback=True):
+            # Changes no row, yet a read-only server or a missing privilege refuses it.
+            conn.execute("UPDATE schema_migrations SET applied_at = applied_at WHERE version < 0")
+    except psycopg.Error as error:
+        return str(unavailable(error) or error).strip()
+    finally:
+        conn.close()
+    return None
+
+
+def describe(url: str) -> str:
+    """The URL without its password (in the user part or as a parameter), for messages and logs."""
+    url = _URL_PASSWORD.sub(r"\1:***@", url, count=1)
+    return _PARAMETER_PASSWORD.sub(r"\1password=***", url)
+
+
+_URL_PASSWORD = re.compile(r"^(postgres(?:ql)?://[^:@/?]*):[^@/?]*@")
+_PARAMETER_PASSWORD = re.compile(r"([?&])password=[^&]*")
+
+
+# The connection type, for the pool's annotations.
+PostgreSQLConnection = Connection

@@ -1,0 +1,234 @@
+"""Clients, users and access tokens in PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+
+from psycopg.rows import DictRow
+
+from ..records import AccessToken, Client, InitialAccessToken, User
+from .base import Base
+
+
+class Accounts(Base):
+    """Clients, users, PATs and AATs."""
+
+    def add_client(self, client: Client, created_at: int) -> None:
+        self._write(
+            "INSERT INTO clients (client_id, secret_digest, name, redirect_uris,"
+            " push_claim_types, metadata, registration_digest, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                client.client_id,
+                client.secret_digest,
+                client.name,
+                json.dumps(list(client.redirect_uris)),
+                json.dumps(list(client.push_claim_types)),
+                json.dumps(client.metadata),
+                client.registration_digest,
+                created_at,
+            ),
+        )
+
+    def get_client(self, client_id: str) -> Client | None:
+        row = self._one(
+            f"SELECT * FROM clients WHERE client_id = %s{self._lock('SHARE')}", (client_id,)
+        )
+        return None if row is None else _client(row)
+
+    def list_clients(self) -> list[Client]:
+        rows = self._all(f"SELECT * FROM clients ORDER BY created_at, seq{self._lock('SHARE')}")
+        return [_client(row) for row in rows]
+
+    def update_client(self, client: Client) -> bool:
+        return (
+            self._write(
+                "UPDATE clients SET name = %s, redirect_uris = %s, push_claim_types = %s,"
+                " metadata = %s WHERE client_id = %s",
+                (
+                    client.name,
+                    json.dumps(list(client.redirect_uris)),
+                    json.dumps(list(client.push_claim_types)),
+                    json.dumps(client.metadata),
+                    client.client_id,
+                ),
+            )
+            == 1
+        )
+
+    def set_client_secret_digest(self, client_id: str, secret_digest: str) -> bool:
+        return (
+            self._write(
+                "UPDATE clients SET secret_digest = %s WHERE client_id = %s",
+                (secret_digest, client_id),
+            )
+            == 1
+        )
+
+    def set_registration_digest(self, client_id: str, digest: str | None) -> bool:
+        return (
+            self._write(
+                "UPDATE clients SET registration_digest = %s WHERE client_id = %s",
+                (digest, client_id),
+            )
+            == 1
+        )
+
+    def delete_client(self, client_id: str) -> bool:
+        # Every table naming a client does so with ON DELETE CASCADE.
+        return self._write("DELETE FROM clients WHERE client_id = %s", (client_id,)) == 1
+
+    # -- initial access tokens -----------------------------------------------------------------
+
+    def add_initial_access_token(self, token: InitialAccessToken) -> None:
+        self._write(
+            "INSERT INTO initial_access_tokens (digest, push_claim_types, created_at, expires_at)"
+            " VALUES (%s, %s, %s, %s)",
+            (
+                token.digest,
+                json.dumps(list(token.push_claim_types)),
+                token.created_at,
+                token.expires_at,
+            ),
+        )
+
+    def get_initial_access_token(self, digest: str) -> InitialAccessToken | None:
+        row = self._one(
+            f"SELECT * FROM initial_access_tokens WHERE digest = %s{self._lock()}", (digest,)
+        )
+        if row is None:
+            return None
+        return InitialAccessToken(
+            digest=row["digest"],
+            push_claim_types=tuple(json.loads(row["push_claim_types"])),
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+        )
+
+    def delete_initial_access_tokens_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM initial_access_tokens WHERE digest IN"
+            " (SELECT digest FROM initial_access_tokens WHERE expires_at < %s LIMIT %s)",
+            (moment, limit),
+        )
+
+    # -- users ---------------------------------------------------------------------------------
+
+    def add_user(self, user: User, created_at: int) -> bool:
+        # ON CONFLICT instead of catching the error: an error would end a caller's transaction.
+        return (
+            self._write(
+                "INSERT INTO users (sub, username, password_hash, claims, created_at)"
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                (user.sub, user.username, user.password_hash, json.dumps(user.claims), created_at),
+            )
+            == 1
+        )
+
+    def get_user_by_username(self, username: str) -> User | None:
+        row = self._one(
+            f"SELECT * FROM users WHERE username = %s{self._lock('SHARE')}", (username,)
+        )
+        return None if row is None else _user(row)
+
+    def get_username(self, sub: str) -> str | None:
+        row = self._one(f"SELECT username FROM users WHERE sub = %s{self._lock('SHARE')}", (sub,))
+        return None if row is None else str(row["username"])
+
+    def usernames_containing(self, text: str) -> list[str]:
+        rows = self._all(
+            "SELECT username FROM users WHERE strpos(username, %s) > 0"
+            f" ORDER BY username{self._lock('SHARE')}",
+            (text,),
+        )
+        return [str(row["username"]) for row in rows]
+
+    def get_user(self, sub: str) -> User | None:
+        row = self._one(f"SELECT * FROM users WHERE sub = %s{self._lock('SHARE')}", (sub,))
+        return None if row is None else _user(row)
+
+    def list_users(self) -> list[User]:
+        rows = self._all(f"SELECT * FROM users ORDER BY username{self._lock('SHARE')}")
+        return [_user(row) for row in rows]
+
+    def set_password_hash(self, sub: str, password_hash: str | None) -> bool:
+        return (
+            self._write("UPDATE users SET password_hash = %s WHERE sub = %s", (password_hash, sub))
+            == 1
+        )
+
+    def delete_user(self, sub: str) -> bool:
+        # The foreign keys take its sessions, tokens (their RPTs with them), codes and consents.
+        return self._write("DELETE FROM users WHERE sub = %s", (sub,)) == 1
+
+    # -- PATs and AATs -------------------------------------------------------------------------
+
+    def add_access_token(self, token: AccessToken) -> None:
+        self._write(
+            "INSERT INTO access_tokens (digest, client_id, user_sub, scope, issued_at,"
+            " expires_at, revoked, family) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                token.digest,
+                token.client_id,
+                token.user_sub,
+                token.scope,
+                token.issued_at,
+                token.expires_at,
+                token.revoked,
+                token.family,
+            ),
+        )
+
+    def get_access_token(self, digest: str) -> AccessToken | None:
+        row = self._one(
+            "SELECT t.*, u.username FROM access_tokens AS t"
+            " LEFT JOIN users AS u ON u.sub = t.user_sub WHERE t.digest = %s" + self._lock(of="t"),
+            (digest,),
+        )
+        if row is None:
+            return None
+        return AccessToken(
+            digest=row["digest"],
+            client_id=row["client_id"],
+            user_sub=row["user_sub"],
+            username=row["username"],
+            scope=row["scope"],
+            issued_at=row["issued_at"],
+            expires_at=row["expires_at"],
+            revoked=row["revoked"],
+            family=row["family"],
+        )
+
+    def revoke_access_token(self, digest: str) -> bool:
+        return (
+            self._write(
+                "UPDATE access_tokens SET revoked = TRUE WHERE digest = %s AND NOT revoked",
+                (digest,),
+            )
+            == 1
+        )
+
+    def delete_access_tokens_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM access_tokens WHERE digest IN"
+            " (SELECT t.digest FROM access_tokens AS t WHERE t.expires_at < %s"
+            " AND NOT EXISTS (SELECT 1 FROM rpts AS r WHERE r.aat_digest = t.digest) LIMIT %s)",
+            (moment, limit),
+        )
+
+
+def _client(row: DictRow) -> Client:
+    return Client(
+        client_id=row["client_id"],
+        secret_digest=row["secret_digest"],
+        name=row["name"],
+        redirect_uris=tuple(json.loads(row["redirect_uris"])),
+        push_claim_types=tuple(json.loads(row["push_claim_types"])),
+        metadata=json.loads(row["metadata"]),
+        registration_digest=row["registration_digest"],
+        created_at=row["created_at"],
+    )
+
+
+def _user(row: DictRow) -> User:
+    return User(row["sub"], row["username"], row["password_hash"], json.loads(row["claims"]))

@@ -1,0 +1,128 @@
+"""Gathered claims and assertion uses in PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from ...claims.model import Claim
+from ..records import AssertionUse
+from .base import Base
+
+
+class Evidence(Base):
+    """Claims gathered for tickets, and the uses of verified assertions (replay).
+
+    A ticket's claims are guarded by the ticket's row: every write of them, and every read of them
+    in a transaction, locks that row first, so the claims a decision read are the claims it
+    recorded beside (a decision locks its ticket first too)."""
+
+    def _lock_ticket(self, ticket_digest: str) -> None:
+        self._execute("SELECT 1 FROM tickets WHERE digest = %s FOR NO KEY UPDATE", (ticket_digest,))
+
+    def record_claims(
+        self, ticket_digest: str, requesting_party: str, claims: Iterable[Claim]
+    ) -> None:
+        rows = [
+            (
+                ticket_digest,
+                requesting_party,
+                claim.type,
+                claim.name,
+                claim.issuer,
+                claim.subject,
+                json.dumps(claim.value),
+                claim.client_id,
+                claim.gathered_at,
+            )
+            for claim in claims
+        ]
+        with self.transaction():
+            self._lock_ticket(ticket_digest)
+            self._execute_many(
+                "INSERT INTO gathered_claims (ticket_digest, requesting_party, type, name, issuer,"
+                " subject, value, client_id, gathered_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " ON CONFLICT (ticket_digest, requesting_party, type, name, issuer) DO UPDATE"
+                " SET value = excluded.value, subject = excluded.subject,"
+                " client_id = excluded.client_id, gathered_at = excluded.gathered_at",
+                rows,
+            )
+
+    def gathered_claims(self, ticket_digest: str, requesting_party: str) -> list[Claim]:
+        if self._transaction_open:
+            self._lock_ticket(ticket_digest)
+        rows = self._all(
+            "SELECT * FROM gathered_claims WHERE ticket_digest = %s AND requesting_party = %s"
+            " ORDER BY type, name, issuer",
+            (ticket_digest, requesting_party),
+        )
+        return [
+            Claim(
+                type=row["type"],
+                name=row["name"],
+                value=json.loads(row["value"]),
+                issuer=row["issuer"],
+                client_id=row["client_id"],
+                gathered_at=row["gathered_at"],
+                subject=row["subject"],
+            )
+            for row in rows
+        ]
+
+    def forget_issuer_claims(self, ticket_digest: str, requesting_party: str, issuer: str) -> int:
+        with self.transaction():
+            self._lock_ticket(ticket_digest)
+            return self._write(
+                "DELETE FROM gathered_claims WHERE ticket_digest = %s AND requesting_party = %s"
+                " AND issuer = %s",
+                (ticket_digest, requesting_party, issuer),
+            )
+
+    # -- assertion uses (replay) ---------------------------------------------------------------
+
+    def record_assertion_use(self, use: AssertionUse, now: int) -> list[AssertionUse]:
+        with self.transaction():
+            # The uses of one assertion are taken one transaction at a time: a lock on the
+            # (issuer, ID), which holds whether or not a row exists yet, until the transaction
+            # ends. Each statement of READ COMMITTED then sees the uses committed before it.
+            self._execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"seen_assertions\n{use.issuer}\n{use.assertion_id}",),
+            )
+            rows = self._all(
+                "SELECT * FROM seen_assertions WHERE issuer = %s AND assertion_id = %s"
+                " AND expires_at > %s",
+                (use.issuer, use.assertion_id, now),
+            )
+            # The first use of an assertion with a ticket is the one remembered.
+            self._execute(
+                "INSERT INTO seen_assertions (issuer, assertion_id, ticket_digest,"
+                " requesting_party, expires_at) VALUES (%s, %s, %s, %s, %s)"
+                " ON CONFLICT DO NOTHING",
+                (
+                    use.issuer,
+                    use.assertion_id,
+                    use.ticket_digest,
+                    use.requesting_party,
+                    use.expires_at,
+                ),
+            )
+        return [
+            AssertionUse(
+                row["issuer"],
+                row["assertion_id"],
+                row["ticket_digest"],
+                row["requesting_party"],
+                row["expires_at"],
+            )
+            for row in rows
+        ]
+
+    def delete_assertion_uses_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM seen_assertions WHERE (issuer, assertion_id, ticket_digest) IN"
+            " (SELECT issuer, assertion_id, ticket_digest FROM seen_assertions"
+            " WHERE expires_at < %s LIMIT %s)",
+            (moment, limit),
+        )

@@ -1,0 +1,46 @@
+"""Identities at external OpenID Connect providers linked to local users, in PostgreSQL."""
+
+from __future__ import annotations
+
+from .base import Base
+
+
+class IdentityLinks(Base):
+    """(issuer, subject) -> user, one user per identity."""
+
+    def link_identity(self, issuer: str, subject: str, user_sub: str, linked_at: int) -> bool:
+        # The primary key refuses a second link of one identity: no check-then-insert. The user
+        # is read (and kept) in the same statement: no foreign key error ends a caller's
+        # transaction.
+        return (
+            self._write(
+                "INSERT INTO identity_links (issuer, subject, user_sub, linked_at)"
+                " SELECT %s, %s, sub, %s FROM users WHERE sub = %s FOR KEY SHARE"
+                " ON CONFLICT DO NOTHING",
+                (issuer, subject, linked_at, user_sub),
+            )
+            == 1
+        )
+
+    def unlink_identity(self, issuer: str, subject: str) -> bool:
+        return (
+            self._write(
+                "DELETE FROM identity_links WHERE issuer = %s AND subject = %s", (issuer, subject)
+            )
+            == 1
+        )
+
+    def linked_user(self, issuer: str, subject: str) -> str | None:
+        row = self._one(
+            "SELECT user_sub FROM identity_links WHERE issuer = %s AND subject = %s" + self._lock(),
+            (issuer, subject),
+        )
+        return None if row is None else str(row["user_sub"])
+
+    def links_of(self, user_sub: str) -> list[tuple[str, str]]:
+        rows = self._all(
+            "SELECT issuer, subject FROM identity_links WHERE user_sub = %s"
+            f" ORDER BY issuer, subject{self._lock()}",
+            (user_sub,),
+        )
+        return [(str(row["issuer"]), str(row["subject"])) for row in rows]

@@ -1,0 +1,84 @@
+"""People's sessions on the pages and their failed sign-ins in PostgreSQL."""
+
+from __future__ import annotations
+
+from ..records import Session
+from .base import Base
+
+
+class Sessions(Base):
+    """Sessions (by the digest of their cookie's id) and failed sign-ins (by the caller's key)."""
+
+    def add_session(self, session: Session) -> None:
+        self._write(
+            "INSERT INTO sessions (digest, user_sub, csrf_secret, created_at, last_seen_at,"
+            " expires_at) VALUES (%s, %s, %s, %s, %s, %s)",
+            (
+                session.digest,
+                session.user_sub,
+                session.csrf_secret,
+                session.created_at,
+                session.last_seen_at,
+                session.expires_at,
+            ),
+        )
+
+    def get_session(self, digest: str) -> Session | None:
+        row = self._one(f"SELECT * FROM sessions WHERE digest = %s{self._lock()}", (digest,))
+        if row is None:
+            return None
+        return Session(
+            digest=row["digest"],
+            user_sub=row["user_sub"],
+            csrf_secret=row["csrf_secret"],
+            created_at=row["created_at"],
+            last_seen_at=row["last_seen_at"],
+            expires_at=row["expires_at"],
+        )
+
+    def touch_session(self, digest: str, last_seen_at: int, expires_at: int) -> bool:
+        return (
+            self._write(
+                "UPDATE sessions SET last_seen_at = %s, expires_at = %s WHERE digest = %s",
+                (last_seen_at, expires_at, digest),
+            )
+            == 1
+        )
+
+    def delete_session(self, digest: str) -> bool:
+        return self._write("DELETE FROM sessions WHERE digest = %s", (digest,)) == 1
+
+    def delete_sessions_of(self, user_sub: str) -> int:
+        return self._write("DELETE FROM sessions WHERE user_sub = %s", (user_sub,))
+
+    def delete_sessions_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM sessions WHERE digest IN"
+            " (SELECT digest FROM sessions WHERE expires_at < %s LIMIT %s)",
+            (moment, limit),
+        )
+
+    # -- failed sign-ins -----------------------------------------------------------------------
+
+    def record_signin_failure(self, key: str, failed_at: int) -> None:
+        self._write(
+            "INSERT INTO signin_failures (key, failed_at) VALUES (%s, %s)", (key, failed_at)
+        )
+
+    def signin_failures_since(self, key: str, moment: int) -> list[int]:
+        rows = self._all(
+            "SELECT failed_at FROM signin_failures WHERE key = %s AND failed_at >= %s"
+            f" ORDER BY failed_at{self._lock()}",
+            (key, moment),
+        )
+        return [int(row["failed_at"]) for row in rows]
+
+    def clear_signin_failures(self, key: str) -> int:
+        return self._write("DELETE FROM signin_failures WHERE key = %s", (key,))
+
+    def delete_signin_failures_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM signin_failures WHERE seq IN"
+            " (SELECT seq FROM signin_failures WHERE failed_at < %s LIMIT %s)",
+            (moment, limit),
+        )

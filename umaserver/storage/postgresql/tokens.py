@@ -1,0 +1,140 @@
+"""RPTs and permissions in PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+
+from psycopg.rows import DictRow
+
+from ..records import Permission, Rpt
+from .base import Base
+
+
+class Tokens(Base):
+    """RPTs and the permissions they carry."""
+
+    def add_rpt(self, rpt: Rpt) -> None:
+        self._write(
+            "INSERT INTO rpts (digest, seed, aat_digest, client_id, requesting_party,"
+            " issued_at, expires_at, revoked) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                rpt.digest,
+                rpt.seed,
+                rpt.aat_digest,
+                rpt.client_id,
+                rpt.requesting_party,
+                rpt.issued_at,
+                rpt.expires_at,
+                rpt.revoked,
+            ),
+        )
+
+    def get_rpt(self, digest: str) -> Rpt | None:
+        return _rpt(self._one(f"SELECT * FROM rpts WHERE digest = %s{self._lock()}", (digest,)))
+
+    def live_rpt_of(self, aat_digest: str, now: int) -> Rpt | None:
+        return _rpt(
+            self._one(
+                "SELECT * FROM rpts WHERE aat_digest = %s AND NOT revoked AND expires_at > %s"
+                f" ORDER BY issued_at DESC LIMIT 1{self._lock()}",
+                (aat_digest, now),
+            )
+        )
+
+    def revoke_rpts_of(self, aat_digest: str) -> int:
+        return self._write(
+            "UPDATE rpts SET revoked = TRUE WHERE aat_digest = %s AND NOT revoked", (aat_digest,)
+        )
+
+    def delete_rpts_expired_before(self, moment: int, limit: int) -> int:
+        return self._write(
+            "DELETE FROM rpts WHERE digest IN"
+            " (SELECT digest FROM rpts WHERE expires_at < %s LIMIT %s)",
+            (moment, limit),
+        )
+
+    # -- permissions ---------------------------------------------------------------------------
+
+    def get_permission(self, rpt_digest: str, rs_id: str) -> Permission | None:
+        row = self._one(
+            "SELECT * FROM permissions WHERE rpt_digest = %s AND resource_set_id = %s"
+            + self._lock(),
+            (rpt_digest, rs_id),
+        )
+        return None if row is None else _permission(row)
+
+    def put_permission(self, rpt_digest: str, permission: Permission) -> None:
+        self._write(
+            "INSERT INTO permissions (rpt_digest, resource_set_id, scopes, issued_at,"
+            " expires_at) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (rpt_digest, resource_set_id)"
+            " DO UPDATE SET scopes = excluded.scopes, issued_at = excluded.issued_at,"
+            " expires_at = excluded.expires_at",
+            (
+                rpt_digest,
+                permission.resource_set_id,
+                json.dumps(list(permission.scopes)),
+                permission.issued_at,
+                permission.expires_at,
+            ),
+        )
+
+    def permissions_of(self, rpt_digest: str, now: int) -> list[Permission]:
+        rows = self._all(
+            "SELECT * FROM permissions WHERE rpt_digest = %s AND expires_at > %s"
+            f" ORDER BY issued_at, resource_set_id{self._lock()}",
+            (rpt_digest, now),
+        )
+        return [_permission(row) for row in rows]
+
+    def permissions_for(
+        self, rpt_digest: str, owner: str, client_id: str, now: int
+    ) -> list[Permission]:
+        rows = self._all(
+            "SELECT p.* FROM permissions AS p"
+            " JOIN resource_sets AS r ON r.id = p.resource_set_id"
+            " WHERE p.rpt_digest = %s AND r.owner = %s AND r.client_id = %s AND p.expires_at > %s"
+            " ORDER BY p.issued_at, p.resource_set_id" + self._lock(of="p"),
+            (rpt_digest, owner, client_id, now),
+        )
+        return [_permission(row) for row in rows]
+
+    def permissions_on(self, rs_id: str) -> list[tuple[str, Permission]]:
+        rows = self._all(
+            "SELECT * FROM permissions WHERE resource_set_id = %s"
+            f" ORDER BY issued_at, rpt_digest{self._lock()}",
+            (rs_id,),
+        )
+        return [(str(row["rpt_digest"]), _permission(row)) for row in rows]
+
+    def delete_permission(self, rpt_digest: str, rs_id: str) -> bool:
+        return (
+            self._write(
+                "DELETE FROM permissions WHERE rpt_digest = %s AND resource_set_id = %s",
+                (rpt_digest, rs_id),
+            )
+            == 1
+        )
+
+
+def _rpt(row: DictRow | None) -> Rpt | None:
+    if row is None:
+        return None
+    return Rpt(
+        digest=row["digest"],
+        seed=row["seed"],
+        aat_digest=row["aat_digest"],
+        client_id=row["client_id"],
+        requesting_party=row["requesting_party"],
+        issued_at=row["issued_at"],
+        expires_at=row["expires_at"],
+        revoked=row["revoked"],
+    )
+
+
+def _permission(row: DictRow) -> Permission:
+    return Permission(
+        row["resource_set_id"],
+        tuple(json.loads(row["scopes"])),
+        row["issued_at"],
+        row["expires_at"],
+    )
