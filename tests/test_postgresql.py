@@ -194,8 +194,8 @@ def test_healthz_and_requests_answer_503_while_the_database_cannot_be_reached(
 def test_db_copy_moves_every_row_and_checks_the_counts(
     tmp_path: Path, empty: str, postgres_cluster: PostgresCluster
 ) -> None:
-    config = write(tmp_path, config_text("uma.db"))
-    store = open_store(tmp_path / "uma.db")
+    config = write(tmp_path, config_text("site.db"))  # an SQLite file, whatever the tests run on
+    store = open_store(tmp_path / "site.db")
     try:
         client_id, _ = make_client(store, "a resource server")
         party = make_party(store, "alice", "uma_protection", client_id)
