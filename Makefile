@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CONFIG := local.toml
 
-.PHONY: run test lint typecheck unit fuzz bench bench-deps clean system-deps npm-deps
+.PHONY: run test lint typecheck unit unit-postgresql fuzz bench bench-deps clean system-deps npm-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -73,7 +73,13 @@ npm-deps: $(OIDC_PROVIDER)/node_modules/.package-lock.json
 unit: $(VENV)/.installed system-deps npm-deps
 	$(BIN)/pytest
 
-test: lint typecheck unit
+# The live and browser flows again, each test on a fresh PostgreSQL database of a throwaway cluster
+# (the storage conformance suite runs on both backends in `unit` already). The whole suite on
+# PostgreSQL: `UMASERVER_TEST_DATABASE=postgresql make unit`.
+unit-postgresql: $(VENV)/.installed system-deps npm-deps
+	UMASERVER_TEST_DATABASE=postgresql $(BIN)/pytest -q tests/test_live_*.py tests/test_browser_*.py
+
+test: lint typecheck unit unit-postgresql
 
 # The fuzz of tests/test_fuzz.py, longer: 1,000 examples per operation, a random seed each run
 # (printed by Hypothesis on a failure; FUZZ_SEED=<n> repeats one).

@@ -2,6 +2,12 @@
 (the command line against the same config file), `store`, and `live_server` (a real
 `python -m umaserver serve` on a free port; a test that uses it is marked `live`).
 
+The database of every config the tests write (`write_config`) is `uma.db` beside it (SQLite), or,
+with `UMASERVER_TEST_DATABASE=postgresql`, a fresh database of the session's throwaway PostgreSQL
+cluster (`postgres_fixture.py`): one per folder, dropped at the end of the test that made it.
+Tests of what only an SQLite file has (its file mode, a full disk, the SQLite opener's pool) are
+marked `sqlite_only` and deselected then.
+
 Every direct use of the store by the tests goes through the functions of the section "Direct uses
 of the store" below: reading what HTTP cannot, and making parties without the command line, through
 the services and the storage contract (never SQL). Time moves with the app's `clock` (a
@@ -10,6 +16,7 @@ the services and the storage contract (never SQL). Time moves with the app's `cl
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pwd
@@ -38,7 +45,10 @@ from umaserver.storage import Storage as Store
 from umaserver.storage import open_storage, prepare_database
 
 from .flows import Party, wait_until
-from .postgres_fixture import postgres_cluster  # noqa: F401  (a fixture, for every test module)
+from .postgres_fixture import (
+    PostgresCluster,
+    postgres_cluster,  # noqa: F401  (a fixture, for every test module)
+)
 
 if TYPE_CHECKING:
     from umaserver.claims.model import Claim
@@ -57,16 +67,78 @@ def free_port() -> int:
         return port
 
 
+# `sqlite` (the default) or `postgresql`: the database of the configs the tests write.
+TEST_DATABASE = os.environ.get("UMASERVER_TEST_DATABASE", "sqlite")
+assert TEST_DATABASE in ("sqlite", "postgresql"), f"UMASERVER_TEST_DATABASE={TEST_DATABASE!r}"
+ON_POSTGRESQL = TEST_DATABASE == "postgresql"
+
+
+class PostgresDatabases:
+    """With UMASERVER_TEST_DATABASE=postgresql: the database of each folder a config is written
+    in, made on first use from the cluster's prepared template."""
+
+    cluster: PostgresCluster | None = None
+    by_folder: dict[Path, str] = {}
+
+    @classmethod
+    def of(cls, folder: Path) -> str:
+        assert cls.cluster is not None, "the postgres_databases fixture has not started"
+        folder = folder.resolve()
+        if folder not in cls.by_folder:
+            cls.by_folder[folder] = cls.cluster.new_database()
+        return cls.by_folder[folder]
+
+    @classmethod
+    def standing_for(cls, database: Path | str) -> Path | str:
+        """What a test names `uma.db` of a folder (as an SQLite run has it) is that folder's
+        PostgreSQL database."""
+        if ON_POSTGRESQL and isinstance(database, Path) and database.name == "uma.db":
+            return cls.of(database.parent)
+        return database
+
+
+def test_database(folder: Path) -> str:
+    """What `database` says in a config written in `folder`."""
+    return PostgresDatabases.of(folder) if ON_POSTGRESQL else "uma.db"
+
+
 def write_config(folder: Path, issuer: str = "http://uma.test", extra: str = "") -> Path:
     path = folder / "config.toml"
+    # A test's app keeps no idle connection: its database is dropped when the test ends.
+    pool = "\n[postgresql]\npool_min = 0\n" if ON_POSTGRESQL else ""
     path.write_text(
         f'issuer = "{issuer}"\n'
-        'database = "uma.db"\n'
+        f'database = "{test_database(folder)}"\n'
         'policies = "policies.toml"\n'
-        f'secret_key = "{SECRET}"\n' + extra,
+        f'secret_key = "{SECRET}"\n' + extra + pool,
         encoding="utf-8",
     )
     return path
+
+
+@pytest.fixture(scope="session", autouse=ON_POSTGRESQL)
+def postgres_databases(request: pytest.FixtureRequest) -> Iterator[None]:
+    PostgresDatabases.cluster = request.getfixturevalue("postgres_cluster")
+    yield
+    PostgresDatabases.cluster = None
+
+
+@pytest.fixture(autouse=ON_POSTGRESQL)
+def drop_test_databases(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Drops the databases the test made (those of wider fixtures, made before, go with the
+    cluster)."""
+    before = set(PostgresDatabases.by_folder)
+    yield
+    cluster = PostgresDatabases.cluster
+    made = set(PostgresDatabases.by_folder) - before
+    if made:
+        # The test's apps are gone: collecting them ends their jobs and pools (weakref.finalize)
+        # before their databases go.
+        gc.collect()
+    for folder in made:
+        url = PostgresDatabases.by_folder.pop(folder)
+        if cluster is not None:
+            cluster.drop(url)
 
 
 @pytest.fixture
@@ -130,9 +202,10 @@ def store(app: Flask, config: Config) -> Iterator[Store]:
 PARTY_TOKEN_LIFETIME = 30 * 24 * 3600
 
 
-def open_store(database: Path) -> Store:
+def open_store(database: Path | str) -> Store:
     """A storage handle on `database`, its schema created (or upgraded) first. (Only the schema:
     tests make states the server's own preparation would refuse, such as a clashing name.)"""
+    database = PostgresDatabases.standing_for(database)
     prepare_database(database, int(time.time()))
     return open_storage(database)
 
@@ -261,8 +334,12 @@ def gathered_claims(store: Store, ticket: str, username: str) -> list[Claim]:
     return store.gathered_claims(secrets_at_rest.digest(ticket), user.sub)
 
 
-def dump_database(database: Path) -> str:
-    """Everything the SQLite file holds, as SQL text: to show what is not stored in the clear."""
+def dump_database(database: Path | str) -> str:
+    """Everything the database holds, as SQL text: to show what is not stored in the clear."""
+    database = PostgresDatabases.standing_for(database)
+    if isinstance(database, str) and database.startswith("postgresql://"):
+        assert PostgresDatabases.cluster is not None
+        return PostgresDatabases.cluster.dump(database)
     with closing(sqlite3.connect(database)) as conn:
         return "\n".join(conn.iterdump())
 
@@ -404,11 +481,17 @@ def stop_server(server: LiveServer) -> None:
         server.process.wait()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that starts a real server is `live`: `pytest -m "not live"` leaves it out."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that starts a real server is `live`: `pytest -m "not live"` leaves it out. On
+    PostgreSQL, the tests of what only an SQLite file has (`sqlite_only`) are deselected."""
     for item in items:
         if "live_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.live)
+    if ON_POSTGRESQL:
+        sqlite_only = [item for item in items if item.get_closest_marker("sqlite_only")]
+        if sqlite_only:
+            config.hook.pytest_deselected(items=sqlite_only)
+            items[:] = [item for item in items if item not in sqlite_only]
 
 
 @pytest.fixture

@@ -59,6 +59,7 @@ class PostgresCluster:
     folder: Path
     socket_dir: Path
     port: int
+    bindir: Path
     _serial: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def url(self, database: str) -> str:
@@ -76,6 +77,16 @@ class PostgresCluster:
     def empty_database(self) -> str:
         """A database without umaserver's schema (template0)."""
         return self.new_database("template0")
+
+    def dump(self, url: str) -> str:
+        """Everything the database holds, as SQL text (pg_dump)."""
+        done = subprocess.run(
+            [str(self.bindir / "pg_dump"), "--data-only", "--no-owner", url],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout
 
     def drop(self, url: str) -> None:
         name = url.split("?")[0].rsplit("/", 1)[1]
@@ -156,7 +167,7 @@ def start_cluster() -> tuple[PostgresCluster, subprocess.Popen[bytes]]:
         stderr=subprocess.STDOUT,
     )
     log.close()
-    cluster = PostgresCluster(folder, sockets, port)
+    cluster = PostgresCluster(folder, sockets, port, bindir)
     deadline = time.monotonic() + 30
     while True:
         try:

@@ -35,7 +35,8 @@ import requests
 from .conftest import ROOT, LiveServer, start_server, stop_server
 from .flows import wait_until
 
-pytestmark = pytest.mark.live
+# What only an SQLite file has: its mode, the file system holding it.
+pytestmark = [pytest.mark.live, pytest.mark.sqlite_only]
 
 
 def _mount(*args: str) -> subprocess.CompletedProcess[str]:

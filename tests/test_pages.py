@@ -275,6 +275,7 @@ def test_cookie_flags(tmp_path: Path, issuer: str, prefix: str, secure: bool) ->
     assert "Max-Age=0" in dropped
 
 
+@pytest.mark.sqlite_only  # a file under a file that is no folder
 def test_storage_that_cannot_be_used_is_a_503_page(tmp_path: Path) -> None:
     (tmp_path / "policies.toml").write_text("", encoding="utf-8")
     (tmp_path / "not-a-folder").write_text("", encoding="utf-8")

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from umaserver.config import load_config
 from umaserver.services.owner_rules import add_owner_rule, rule_from_form
+from umaserver.storage import describe
 
 from .conftest import CLI, Party, Store, make_client, store_owner_rule_as_is
 from .flows import DOCTORS_AND_BOBS_PHOTOS, DOCTORS_AND_FAMILY, EMPLOYEE
@@ -39,7 +41,7 @@ def test_check_a_valid_file_lists_its_rules(cli: CLI, tmp_path: Path) -> None:
         "valid": True,
         "rules": ["doctors", "family"],
         # With a config, the owners' rules in its database (none made yet) are checked too.
-        "database": str(tmp_path / "uma.db"),
+        "database": describe(load_config(cli.config_path).database),
         "owner_rules": [],
         "owner_rules_enabled": True,
     }
@@ -439,7 +441,7 @@ def test_check_names_a_broken_stored_rule_by_owner_and_id(
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert lines == [
-        f"{config_path.parent / 'uma.db'}: owners' rules:",
+        f"{describe(load_config(config_path).database)}: owners' rules:",
         "owner 'alice': o-old: unknown key 'colour'",
     ]
 

@@ -194,8 +194,8 @@ def test_healthz_and_requests_answer_503_while_the_database_cannot_be_reached(
 def test_db_copy_moves_every_row_and_checks_the_counts(
     tmp_path: Path, empty: str, postgres_cluster: PostgresCluster
 ) -> None:
-    config = write(tmp_path, config_text("uma.db"))
-    store = open_store(tmp_path / "uma.db")
+    config = write(tmp_path, config_text("site.db"))  # an SQLite file, whatever the tests run on
+    store = open_store(tmp_path / "site.db")
     try:
         client_id, _ = make_client(store, "a resource server")
         party = make_party(store, "alice", "uma_protection", client_id)
@@ -243,3 +243,27 @@ def test_db_copy_refuses_what_it_cannot_copy(tmp_path: Path, prepared: str) -> N
     postgres = write(tmp_path, config_text(prepared))
     code, _, err = invoke(postgres, "db", "copy", "--to", prepared)
     assert code == 1 and "PostgreSQL already" in err
+
+
+def test_a_database_made_after_the_start_is_served_once_init_has_run(
+    tmp_path: Path, postgres_cluster: PostgresCluster
+) -> None:
+    """Unreachable at start (not created yet): 503s. Created without a schema: still 503 (never a
+    500), saying to run init. After `init`: served, without a restart."""
+    name = "made_later"
+    url = postgres_cluster.url(name)
+    config_path = write(
+        tmp_path, config_text(url, "[postgresql]\npool_min = 0\nconnect_timeout = 1\n")
+    )
+    http = create_app(load_config(config_path), clock=FakeClock()).test_client()
+    assert http.get("/healthz").status_code == 503
+    with postgres_cluster.admin() as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+    try:
+        answer = http.get("/healthz")
+        assert answer.status_code == 503 and answer.headers["Retry-After"]
+        code, _, err = invoke(config_path, "init")
+        assert code == 0, err
+        assert http.get("/healthz").status_code == 200
+    finally:
+        postgres_cluster.drop(url)

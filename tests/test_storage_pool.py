@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -14,6 +15,9 @@ from umaserver.services.database import Opener
 from umaserver.storage.per_request import opener
 
 from .conftest import FakeClock
+
+# What only an SQLite file has: its mode, its file system, SQLite's opener.
+pytestmark = pytest.mark.sqlite_only
 
 
 def test_a_handle_given_back_serves_the_next_unit_of_work(tmp_path: Path) -> None:

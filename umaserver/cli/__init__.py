@@ -85,6 +85,11 @@ def _store(ctx: click.Context) -> Storage:
     except StorageError as error:
         fail(f"The database {describe(config.database)} cannot be used: {error}")
     ctx.call_on_close(store.close)
+    if is_postgresql(config.database):  # what preparing checks on SQLite
+        try:
+            accounts.check_stored_usernames(store)
+        except accounts.ClashingUsernames as error:
+            fail(str(error))
     return store
 
 

@@ -14,7 +14,14 @@ import logging
 import threading
 
 from ..clock import Clock
-from ..storage import PostgreSQLSettings, Storage, StorageUnavailable, check_database, describe
+from ..storage import (
+    PostgreSQLSettings,
+    SchemaError,
+    Storage,
+    StorageUnavailable,
+    check_database,
+    describe,
+)
 from ..storage.postgresql.pool import HandlePool
 from . import accounts
 
@@ -58,7 +65,13 @@ class PostgreSQLOpener:
 
     def __call__(self) -> Storage:
         if not self.ready:
-            self.prepare()
+            try:
+                self.prepare()
+            except SchemaError as error:
+                # Reached at last, but of another version (an upgrade half done): this process
+                # cannot serve until `init` or the right code runs; a 503, not a 500.
+                log.error("The database %s cannot be served: %s", describe(self.url), error)
+                raise StorageUnavailable(str(error)) from error
         return self._pool.handle()
 
     def release(self, handle: Storage) -> None:

@@ -16,7 +16,9 @@ it recorded: what a transaction has read stays true until it ends (no other hand
 between; SQLite gets this from `BEGIN IMMEDIATE`, a server database needs row locks or
 serializable isolation). "Live" and "unexpired" mean `expires_at > now` everywhere.
 
-Implementations: `sqlite.SQLiteStorage`. The suite in `tests/storage/` checks any implementation.
+Implementations: `sqlite.SQLiteStorage` and `postgresql.PostgreSQLStorage` (whose docstring says
+how it keeps these promises across processes). The suite in `tests/storage/` checks any
+implementation.
 """
 
 from __future__ import annotations

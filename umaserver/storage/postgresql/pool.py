@@ -14,7 +14,7 @@ import threading
 
 import psycopg
 from psycopg.rows import DictRow
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..errors import StorageUnavailable
 from . import PostgreSQLSettings, PostgreSQLStorage
@@ -22,47 +22,57 @@ from .base import Connection, connection_settings, unavailable
 
 
 class HandlePool:
-    """Handles over pooled connections; `close()` ends the pool (at the app's end)."""
+    """Handles over pooled connections. The pool opens on first use; `close()` closes its
+    connections, and a later use opens a new pool (as SQLite's opener opens new handles)."""
 
     def __init__(self, url: str, settings: PostgreSQLSettings) -> None:
-        self._pool: ConnectionPool[Connection] = ConnectionPool(
-            url,
-            connection_class=psycopg.Connection[DictRow],
-            kwargs=connection_settings(settings.connect_timeout),
-            min_size=settings.pool_min,
-            max_size=settings.pool_max,
-            timeout=settings.connect_timeout,
-            check=ConnectionPool.check_connection,
-            name="umaserver",
-            open=False,
-        )
-        self._opened = False
+        self.url = url
+        self.settings = settings
+        self._pool: ConnectionPool[Connection] | None = None
         self._lock = threading.Lock()
 
     def handle(self) -> PostgreSQLStorage:
-        return PostgreSQLStorage(self._borrow(), self._borrow, self._pool.putconn)
+        pool = self._open()
+        return PostgreSQLStorage(_borrow(pool), lambda: _borrow(pool), pool.putconn)
 
-    def _borrow(self) -> Connection:
-        if not self._opened:
-            with self._lock:
-                if not self._opened:
-                    # Its workers open pool_min connections in the background, and keep trying
-                    # while the server cannot be reached.
-                    self._pool.open(wait=False)
-                    self._opened = True
-        try:
-            return self._pool.getconn()
-        except PoolTimeout as error:
-            raise StorageUnavailable(f"no connection to the database: {error}") from error
-        except psycopg.Error as error:
-            raise (unavailable(error) or error) from error
+    def _open(self) -> ConnectionPool[Connection]:
+        with self._lock:
+            if self._pool is None:
+                # Its workers open pool_min connections in the background, and keep trying
+                # while the server cannot be reached.
+                self._pool = ConnectionPool(
+                    self.url,
+                    connection_class=psycopg.Connection[DictRow],
+                    kwargs=connection_settings(self.settings.connect_timeout),
+                    min_size=self.settings.pool_min,
+                    max_size=self.settings.pool_max,
+                    timeout=self.settings.connect_timeout,
+                    check=ConnectionPool.check_connection,
+                    name="umaserver",
+                    open=False,
+                )
+                self._pool.open(wait=False)
+            return self._pool
 
     def close(self) -> None:
+        """Closes the pool's connections (those lent out when they come back)."""
         with self._lock:
-            if self._opened:
-                self._pool.close()
-                self._opened = False
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
     def stats(self) -> dict[str, int]:
         """psycopg_pool's counters (connections open, in use, waiting requests...)."""
-        return self._pool.get_stats()
+        with self._lock:
+            return {} if self._pool is None else self._pool.get_stats()
+
+
+def _borrow(pool: ConnectionPool[Connection]) -> Connection:
+    try:
+        return pool.getconn()
+    except PoolTimeout as error:
+        raise StorageUnavailable(f"no connection to the database: {error}") from error
+    except PoolClosed as error:  # closed at the app's end, while a job still ran
+        raise StorageUnavailable("the database's connections are closed") from error
+    except psycopg.Error as error:
+        raise (unavailable(error) or error) from error
