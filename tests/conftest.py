@@ -340,7 +340,9 @@ def dump_database(database: Path | str) -> str:
     if isinstance(database, str) and database.startswith("postgresql://"):
         assert PostgresDatabases.cluster is not None
         return PostgresDatabases.cluster.dump(database)
-    with closing(sqlite3.connect(database)) as conn:
+    # Read-only: a wrong path fails here instead of creating an empty file that holds no secret.
+    uri = Path(database).resolve().as_uri() + "?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as conn:
         return "\n".join(conn.iterdump())
 
 
