@@ -88,7 +88,7 @@ FUZZ_SEED ?= random
 fuzz: $(VENV)/.installed
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SEED=$(FUZZ_SEED) $(BIN)/pytest -q tests/test_fuzz.py
 
-# The benchmark (bench/README.md): wrk from Debian's packages (installed when missing, like
+# The benchmark (bench/README.md): wrk and postgresql from Debian's packages (installed when missing, like
 # system-deps: it never skips), the bench tools of requirements-bench.txt beside the server's
 # requirements, and oidc-provider (npm-deps) as the peer. Writes bench/results/latest.md, latest.json
 # and throughput.png. `make bench QUICK=1`: a small subset with short runs, in under 2 minutes.
@@ -98,11 +98,15 @@ $(VENV)/.bench-installed: requirements.txt requirements-bench.txt | $(BIN)/pytho
 	touch $@
 
 bench-deps:
-	@if ! command -v wrk >/dev/null; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && apt-get install -y -qq wrk >/dev/null; \
-	  elif command -v sudo >/dev/null && command -v apt-get >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq wrk >/dev/null; \
-	  else echo "install the Debian package wrk (apt-get install wrk) to run the benchmark" >&2; exit 1; fi; \
-	  command -v wrk >/dev/null || { echo "installing wrk failed: install the Debian package wrk (apt-get install wrk) to run the benchmark" >&2; exit 1; }; \
+	@missing=""; \
+	command -v wrk >/dev/null || missing="$$missing wrk"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then apt-get update -qq && apt-get install -y -qq $$missing >/dev/null; \
+	  elif command -v sudo >/dev/null && command -v apt-get >/dev/null; then sudo apt-get update -qq && sudo apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "install the Debian packages$$missing (apt-get install$$missing) to run the benchmark" >&2; exit 1; fi; \
+	  command -v wrk >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { \
+	    echo "installing$$missing failed: install the Debian packages$$missing (apt-get install$$missing) to run the benchmark" >&2; exit 1; }; \
 	fi
 
 bench: $(VENV)/.bench-installed bench-deps npm-deps

@@ -34,7 +34,7 @@ def _bare(results: Sequence[Result], server: str, concurrency: int) -> Result | 
 
 def _fill_fractions(results: Sequence[Result]) -> None:
     for result in results:
-        if result.section == "peer" or result.path.startswith("bare route"):
+        if result.section in ("peer", "processes") or result.path.startswith("bare route"):
             continue
         kind = "bare/" + result.server.split("/", 1)[1]
         bare = _bare(results, kind, result.concurrency)
@@ -56,6 +56,49 @@ def _ms(value: float) -> str:
 
 def _row(cells: Sequence[str]) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+def _processes_table(results: Sequence[Result]) -> list[str]:
+    """Throughput by backend and number of server processes, one row per path and backend."""
+    counts = sorted({int(r.server.rsplit("x", 1)[1]) for r in results})
+    lines = [
+        "",
+        "## Server processes on SQLite and on PostgreSQL (concurrency 8)",
+        "",
+        "gunicorn with 1, 2 and 4 worker processes (gthread, 8 threads each), all pinned to the "
+        "server's core, on the SQLite database and on a PostgreSQL cluster started for the run "
+        "(pinned to the same core: its work is the server's, as SQLite's is; durable like SQLite "
+        "in WAL with `synchronous = NORMAL`: fsync on, commits not waiting for the WAL flush), "
+        "seeded alike. On 2 cores with wrk on the other, more processes share one core: the "
+        "figures show what each process model costs, not how it scales on more cores. RSS: the "
+        "sum over the server's processes (PostgreSQL's not counted).",
+        "",
+        _row(
+            ["path", "database"]
+            + [f"{n} process{'es' if n > 1 else ''} req/s" for n in counts]
+            + [f"p99 ({counts[-1]})", f"RSS MB ({counts[-1]})"]
+        ),
+        _row(["---", "---"] + ["---:"] * (len(counts) + 2)),
+    ]
+    paths = list(dict.fromkeys(r.path for r in results))
+    for path in paths:
+        for backend in ("sqlite", "postgresql"):
+            found = {
+                int(r.server.rsplit("x", 1)[1]): r
+                for r in results
+                if r.path == path and r.server.startswith(f"umaserver/{backend} ")
+            }
+            if not found:
+                continue
+            last = found.get(counts[-1])
+            lines.append(
+                _row(
+                    [path, "SQLite" if backend == "sqlite" else "PostgreSQL"]
+                    + [_rps(found[n]) if n in found else "" for n in counts]
+                    + [_ms(last.p99_ms) if last else "", str(last.rss_mb) if last else ""]
+                )
+            )
+    return lines
 
 
 def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: list[Result]) -> None:
@@ -99,6 +142,8 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
         "sqlite",
         "waitress",
         "gunicorn",
+        "postgresql",
+        "psycopg",
         "wrk",
         "node",
         "oidc-provider",
@@ -175,6 +220,9 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
                     ]
                 )
             )
+    processes = [r for r in results if r.section == "processes"]
+    if processes:
+        lines += _processes_table(processes)
     peer = [r for r in results if r.section == "peer"]
     if peer:
         lines += [

@@ -65,6 +65,22 @@ DOCTOR = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
 NURSE = [{"type": EMPLOYEE, "value": {"role": ["nurse"]}}]
 DEPARTMENT = [{"type": EMPLOYEE, "value": {"department": "radiology"}}]
 
+# Measured with 1, 2 and 4 server processes on SQLite and on PostgreSQL.
+PROCESS_PATHS = (
+    "resource set read",
+    "token (client_credentials)",
+    "permission registration",
+    "authorization (granted)",
+)
+# The benchmark's PostgreSQL: durable like the SQLite database (WAL, synchronous = NORMAL): fsync
+# and full page writes on, commits not waiting for the WAL flush (a crash of the machine may lose
+# the last commits, never corrupt; a crash of the server loses nothing).
+POSTGRESQL = {
+    "synchronous_commit": "off",
+    "shared_buffers": "128MB",
+    "max_connections": "200",
+}
+
 # Paths, in the order of the tables; GROWTH_PATHS are measured at every database size and rule count.
 GROWTH_PATHS = (
     "resource set read",
@@ -89,6 +105,9 @@ class Plan:
     # (rules for alice, how many of them cover the set asked about), at the largest size
     rule_counts: tuple[tuple[int, int], ...]
     gunicorn_workers: int
+    # Server processes (gunicorn workers) on SQLite and on PostgreSQL, and the paths measured so
+    process_counts: tuple[int, ...]
+    process_paths: tuple[str, ...]
 
     @staticmethod
     def make(quick: bool, duration: int | None, warmup: int | None) -> Plan:
@@ -103,6 +122,8 @@ class Plan:
                 sizes=(1_000, 10_000),
                 rule_counts=((100, 10),),
                 gunicorn_workers=2,
+                process_counts=(1, 2),
+                process_paths=("resource set read",),
             )
         return Plan(
             quick=False,
@@ -114,6 +135,8 @@ class Plan:
             sizes=(1_000, 100_000, 1_000_000),
             rule_counts=((100, 10), (10_000, 10), (10_000, 100)),
             gunicorn_workers=2,
+            process_counts=(1, 2, 4),
+            process_paths=PROCESS_PATHS,
         )
 
 
@@ -176,12 +199,21 @@ def machine(plan: Plan, placement: Cores) -> dict[str, str]:
         "oidc-provider": peer_version,
         "waitress": getattr(waitress, "__version__", None) or _dist_version("waitress"),
         "gunicorn": gunicorn.__version__,
+        "postgresql": _postgres_version(),
+        "psycopg": _dist_version("psycopg"),
         "commit": output(["git", "rev-parse", "HEAD"]),
         "commit_subject": output(["git", "log", "-1", "--format=%s"]),
         "dirty": "yes" if output(["git", "status", "--porcelain"]) else "no",
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "plan": "quick" if plan.quick else "full",
     }
+
+
+def _postgres_version() -> str:
+    from tests.postgres_cluster import find_bindir
+
+    bindir = find_bindir()
+    return output([str(bindir / "postgres"), "--version"]) if bindir else "not installed"
 
 
 def _dist_version(name: str) -> str:
@@ -437,13 +469,15 @@ class Runner:
 # -- umaserver, its configuration and its paths --------------------------------------------------
 
 
-def bench_config(folder: Path, port: int) -> Path:
-    """config.example.toml's settings, with this folder's database and rules, a secret, and a long
-    ticket lifetime (tickets are minted ahead of each run)."""
+def bench_config(
+    folder: Path, port: int, database: str = "bench.db", name: str = "bench.toml"
+) -> Path:
+    """config.example.toml's settings, with this folder's database (or `database`, a PostgreSQL
+    URL) and rules, a secret, and a long ticket lifetime (tickets are minted ahead of each run)."""
     text = (ROOT / "config.example.toml").read_text(encoding="utf-8")
     replacements = {
         'issuer = "http://127.0.0.1:8080"': f'issuer = "http://127.0.0.1:{port}"',
-        'database = "umaserver.db"': 'database = "bench.db"',
+        'database = "umaserver.db"': f'database = "{database}"',
         'file = "policies.example.toml"': 'file = "policies.toml"',
         'secret_key = ""': f'secret_key = "{"bench-secret-" * 4}"',
         "ticket = 300": f"ticket = {TICKET_LIFETIME}",
@@ -452,7 +486,7 @@ def bench_config(folder: Path, port: int) -> Path:
     for old, new in replacements.items():
         assert text.count(old) == 1, f"config.example.toml no longer has {old!r}"
         text = text.replace(old, new)
-    path = folder / "bench.toml"
+    path = folder / name
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -481,12 +515,12 @@ def rules_text(count: int, covering: int) -> str:
 class Uma:
     """The benchmark's database, its parties, and umaserver's paths against it."""
 
-    def __init__(self, folder: Path, config: Path, port: int) -> None:
+    def __init__(self, folder: Path, config: Path, port: int, database: str | None = None) -> None:
         self.folder = folder
         self.config = config
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
-        self.store = seed.prepared(folder / "bench.db")
+        self.store = seed.prepared(database or folder / "bench.db")
         self.parties = seed.make_parties(self.store, EMPLOYEE)
         self.seeded = 0
         self.rpt = ""
@@ -518,9 +552,9 @@ class Uma:
             {"PYTHONUNBUFFERED": "1"},
         )
 
-    def gunicorn(self, workers: int, threads: int) -> Server:
+    def gunicorn(self, workers: int, threads: int, name: str = "umaserver/gunicorn") -> Server:
         return Server(
-            "umaserver/gunicorn",
+            name,
             pinned(
                 cores().server,
                 gunicorn_command(f"127.0.0.1:{self.port}", workers, threads, "app:app"),
@@ -858,6 +892,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         main_matrix(runner, uma, config, port, one_rule)
         gunicorn_side(runner, uma, port, one_rule)
         peer_side(runner)
+        processes(runner, uma, folder, one_rule)
         growth(runner, uma, one_rule)
         config_text = config.read_text(encoding="utf-8")
         uma.store.close()
@@ -923,6 +958,47 @@ def peer_side(runner: Runner) -> None:
             spec = make()
             for concurrency in runner.plan.peer_concurrencies:
                 runner.measure(server, url, spec, concurrency, section="peer", sets=0, rules="-")
+
+
+def processes(runner: Runner, uma: Uma, folder: Path, rules: str) -> None:
+    """The process paths with 1, 2 and 4 gunicorn workers (8 threads each) on the SQLite database,
+    then on a PostgreSQL cluster started for the run (pinned with the server: the database's work
+    is the server's, as SQLite's is), seeded alike."""
+    plan = runner.plan
+
+    def measure(on: Uma, backend: str) -> None:
+        for count in plan.process_counts:
+            name = f"umaserver/{backend} x{count}"
+            with serving(on.gunicorn(count, 8, name)) as server:
+                on.prepare_flow()
+                for spec in on.specs():
+                    if spec.name in plan.process_paths:
+                        runner.measure(
+                            server,
+                            on.url,
+                            spec,
+                            8,
+                            section="processes",
+                            sets=on.seeded,
+                            rules=rules,
+                        )
+
+    measure(uma, "sqlite")
+    from tests.postgres_cluster import ClusterError, start_cluster, stop_cluster
+
+    try:
+        cluster, postgres = start_cluster(POSTGRESQL, runner.placement.server)
+    except ClusterError as error:
+        sys.exit(f"{error} (`make bench` installs it)")
+    try:
+        url = cluster.new_database()
+        config = bench_config(folder, uma.port, url, "bench-postgresql.toml")
+        on = Uma(folder, config, uma.port, url)
+        on.grow(plan.sizes[0])
+        measure(on, "postgresql")
+        on.store.close()
+    finally:
+        stop_cluster(cluster, postgres)
 
 
 def growth(runner: Runner, uma: Uma, one_rule: str) -> None:

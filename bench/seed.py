@@ -11,12 +11,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from umaserver import secrets_at_rest
 from umaserver.services import accounts, clients, database
-from umaserver.storage import Storage, open_storage
+from umaserver.storage import Database, Storage, open_storage
 from umaserver.storage.records import ResourceSet, Ticket, User
 
 # The benchmark's parties' tokens outlive any run.
@@ -46,7 +45,7 @@ class Parties:
     target: str  # the id of alice's set that tickets ask for ("X-rays")
 
 
-def prepared(path: Path) -> Storage:
+def prepared(path: Database) -> Storage:
     database.prepare(path, int(time.time()))
     return open_storage(path)
 
