@@ -267,3 +267,22 @@ def test_a_database_made_after_the_start_is_served_once_init_has_run(
         assert http.get("/healthz").status_code == 200
     finally:
         postgres_cluster.drop(url)
+
+
+def test_a_connection_ends_an_abandoned_transaction_and_bounds_lock_waits(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    """A process frozen or cut off mid-transaction cannot hold row locks for long: the server ends
+    a session idle in a transaction after a minute, and a lock is waited on for ten seconds."""
+    url = postgres_cluster.new_database()
+    handle = open_storage(url)
+    try:
+        conn = handle.conn  # type: ignore[attr-defined]
+        shown = {
+            name: conn.execute(f"SHOW {name}").fetchone()[name]
+            for name in ("idle_in_transaction_session_timeout", "lock_timeout")
+        }
+        assert shown == {"idle_in_transaction_session_timeout": "1min", "lock_timeout": "10s"}
+    finally:
+        handle.close()
+        postgres_cluster.drop(url)

@@ -2,12 +2,15 @@
 serve` on free ports share one database (and one config, as a site behind a load balancer would).
 Sixteen simultaneous authorization requests with one ticket, spread over them, give exactly one
 grant; eight writers spread over them lose no resource set a process acknowledged; a process killed
-with SIGKILL in the middle of the load loses nothing it acknowledged, and the others keep serving."""
+with SIGKILL in the middle of the load loses nothing it acknowledged, and the others keep serving.
+A person's sign-in (its form's CSRF token, the session, sign-out, the failures that lock an account)
+holds on every process alike."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -245,3 +248,53 @@ def test_a_process_killed_mid_load_loses_nothing_acknowledged(site: Site, flow: 
         headers=flow.app.auth,
     )
     assert reply.status == 201, reply.text
+
+
+SIGNIN_TOKEN = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def _csrf(http: requests.Session, url: str) -> str:
+    found = SIGNIN_TOKEN.search(http.get(url, timeout=10).text)
+    assert found is not None
+    return found.group(1)
+
+
+def _sign_in(http: requests.Session, form_url: str, post_url: str, password: str) -> int:
+    form = {"username": "carol", "password": password, "csrf_token": _csrf(http, form_url)}
+    reply = http.post(post_url + "/signin", data=form, allow_redirects=False, timeout=30)
+    return reply.status_code
+
+
+def test_sessions_csrf_and_lockouts_hold_on_every_process(site: Site) -> None:
+    """Nothing a person's sign-in needs lives in one process: a form from one process is taken by
+    another, the session it makes is known to all and ended for all by one sign-out, and failures
+    spread over the processes add up to one lockout."""
+    first = LiveServer(site.urls[0], site.config_path, site.processes[0], site.logs[0])
+    first.command("user", "create", "carol", "--password-stdin", input="carol's password\n")
+    a, b, c, d = site.urls
+
+    person = requests.Session()
+    assert _sign_in(person, a + "/signin", b, "carol's password") == 303
+    for url in (c, d, a):
+        page = person.get(url + "/account", allow_redirects=False, timeout=10)
+        assert page.status_code == 200 and "carol" in page.text
+    signed_out = person.post(
+        d + "/signout",
+        data={"csrf_token": _csrf(person, c + "/account")},
+        allow_redirects=False,
+        timeout=10,
+    )
+    assert signed_out.status_code == 303
+    for url in site.urls:
+        assert person.get(url + "/account", allow_redirects=False, timeout=10).status_code == 303
+
+    guesser = requests.Session()
+    answers = [
+        _sign_in(
+            guesser, site.urls[n % PROCESSES] + "/signin", site.urls[(n + 1) % PROCESSES], "no"
+        )
+        for n in range(5)  # max_failures of config.example.toml, from one address
+    ]
+    assert answers == [200, 200, 200, 200, 429]
+    for url in site.urls:  # locked out everywhere, the right password not even checked
+        assert _sign_in(guesser, url + "/signin", url, "carol's password") == 429

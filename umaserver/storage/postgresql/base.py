@@ -32,6 +32,18 @@ CONNECT_TIMEOUT = 5
 # A row lock waited on longer than this fails the operation (StorageUnavailable), as SQLite's busy
 # timeout does.
 LOCK_TIMEOUT_MS = 10_000
+# A session left idle inside a transaction this long (a process frozen or cut off by the network
+# mid-transaction) is ended by the server, and the row locks it held are released: a transaction
+# of this server never waits on its client for more than moments.
+IDLE_IN_TRANSACTION_MS = 60_000
+# TCP keepalives (ignored on a unix socket): a connection whose peer vanished is found dead in
+# about a minute, not after the kernel's two hours.
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
 
 # SQLSTATE classes and codes that say the database, not the statement, is the trouble: connection
 # exceptions, transaction rollbacks (serialization failures, deadlocks), insufficient resources
@@ -73,7 +85,11 @@ def connection_settings(connect_timeout: int = CONNECT_TIMEOUT) -> dict[str, Any
         "row_factory": dict_row,
         "connect_timeout": connect_timeout,
         "application_name": "umaserver",
-        "options": f"-c lock_timeout={LOCK_TIMEOUT_MS}",
+        "options": (
+            f"-c lock_timeout={LOCK_TIMEOUT_MS}"
+            f" -c idle_in_transaction_session_timeout={IDLE_IN_TRANSACTION_MS}"
+        ),
+        **KEEPALIVES,
     }
 
 
