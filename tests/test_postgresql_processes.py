@@ -298,3 +298,57 @@ def test_sessions_csrf_and_lockouts_hold_on_every_process(site: Site) -> None:
     assert answers == [200, 200, 200, 200, 429]
     for url in site.urls:  # locked out everywhere, the right password not even checked
         assert _sign_in(guesser, url + "/signin", url, "carol's password") == 429
+
+
+def test_the_readmes_gunicorn_recipe_serves_beside_the_other_processes(
+    site: Site, flow: Flow, tmp_path: Path
+) -> None:
+    """The README's command, `UMASERVER_CONFIG=FILE gunicorn --workers N --threads 8 ... app:app`,
+    serves the same database as the `serve` processes: a ticket registered through one of them is
+    granted through gunicorn's workers, and the RPT is introspected through another."""
+    port = free_port()
+    log_path = tmp_path / "gunicorn.log"
+    with log_path.open("w", encoding="utf-8") as log:
+        gunicorn = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "--workers",
+                "2",
+                "--threads",
+                "8",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "app:app",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "UMASERVER_CONFIG": str(site.config_path)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+
+        def healthy() -> bool:
+            assert gunicorn.poll() is None, log_path.read_text(encoding="utf-8")
+            try:
+                return requests.get(url + "/healthz", timeout=1).status_code == 200
+            except requests.ConnectionError:
+                return False
+
+        wait_until(healthy, timeout=60, message="gunicorn did not start")
+        ticket = flow.ticket("view")
+        granted = HttpApi(url).post(
+            flow.endpoints["authorization_request_endpoint"],
+            json={"rpt": flow.new_rpt(), "ticket": ticket, "claims": DOCTOR},
+            headers=flow.app.auth,
+        )
+        assert granted.status == 201, granted.text
+        seen = flow.introspect(granted.json["rpt"])
+        assert seen["active"] is True
+        assert [p["scopes"] for p in seen["permissions"]] == [["view"]]
+    finally:
+        gunicorn.terminate()
+        gunicorn.wait(timeout=30)
