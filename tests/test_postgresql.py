@@ -19,6 +19,7 @@ from umaserver.cli import main as cli_main
 from umaserver.config import ConfigError, load_config
 from umaserver.storage import PostgreSQLSettings, SchemaError, open_storage
 from umaserver.storage.migrations import current_version
+from umaserver.storage.postgresql import pool
 
 from .conftest import (
     SECRET,
@@ -186,6 +187,41 @@ def test_healthz_and_requests_answer_503_while_the_database_cannot_be_reached(
         assert answer.headers["Retry-After"]
         assert answer.get_json()["error"] == "temporarily_unavailable"
         assert set(answer.get_json()) == {"error", "error_description"}
+
+
+def _cut_connections(cluster: PostgresCluster, url: str) -> int:
+    """Ends the server's sessions on the database at `url`, as a restart of PostgreSQL would."""
+    name = url.split("?")[0].rsplit("/", 1)[1]
+    with cluster.admin() as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = %s AND application_name = 'umaserver'",
+            (name,),
+        ).fetchall()
+    return len(rows)
+
+
+def test_connections_cut_by_a_restart_are_replaced(
+    tmp_path: Path,
+    prepared: str,
+    postgres_cluster: PostgresCluster,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A connection idle in the pool for a while is checked before it is lent: a restart of
+    PostgreSQL costs no request. One given back a moment ago is lent unchecked: a request that
+    meets it cut answers 503 (nothing done), and the next one is served on a new connection."""
+    one = "[postgresql]\npool_min = 1\npool_max = 1\n"  # the same connection every time
+    app = create_app(load_config(write(tmp_path, config_text(prepared, one))), clock=FakeClock())
+    http = app.test_client()
+    assert http.get("/healthz").status_code == 200
+
+    monkeypatch.setattr(pool, "IDLE_CHECK", 0.0)  # as if every connection had been idle a while
+    assert _cut_connections(postgres_cluster, prepared) >= 1
+    assert http.get("/healthz").status_code == 200
+
+    monkeypatch.setattr(pool, "IDLE_CHECK", 3600.0)  # as if it had been given back just now
+    assert _cut_connections(postgres_cluster, prepared) >= 1
+    assert [http.get("/healthz").status_code for _ in range(3)] == [503, 200, 200]
 
 
 # -- db copy -----------------------------------------------------------------------------------

@@ -51,6 +51,8 @@ def configure_logging() -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # psycopg's pool says at INFO every time it lends or takes back a connection: twice a request.
+    logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
 
 
 class JSONErrorTask(ErrorTask):  # type: ignore[misc]

@@ -2,15 +2,19 @@
 `pool_max` of them open; a storage handle borrows one for its unit of work and gives it back when
 it is closed.
 
-A borrowed connection is checked first (one round trip), so that after a restart of the server the
-first request on each old connection does not fail; a connection that broke in use is discarded by
-the pool, which opens another. When none is free within `connect_timeout` seconds (every one in
+A borrowed connection that has been idle in the pool for more than IDLE_CHECK seconds is checked
+first (one round trip), so that after a restart of the server the first request on each old
+connection does not fail; one given back a moment ago is lent as it is (a round trip for every
+request would cost more than most requests' queries). A connection that broke in use is discarded
+by the pool, which opens another. When none is free within `connect_timeout` seconds (every one in
 use, or the server cannot be reached), the handle cannot be had: StorageUnavailable (503).
 """
 
 from __future__ import annotations
 
 import threading
+import time
+import weakref
 
 import psycopg
 from psycopg.rows import DictRow
@@ -33,7 +37,12 @@ class HandlePool:
 
     def handle(self) -> PostgreSQLStorage:
         pool = self._open()
-        return PostgreSQLStorage(_borrow(pool), lambda: _borrow(pool), pool.putconn)
+
+        def give_back(conn: Connection) -> None:
+            _RETURNED[conn] = time.monotonic()
+            pool.putconn(conn)
+
+        return PostgreSQLStorage(_borrow(pool), lambda: _borrow(pool), give_back)
 
     def _open(self) -> ConnectionPool[Connection]:
         with self._lock:
@@ -47,7 +56,7 @@ class HandlePool:
                     min_size=self.settings.pool_min,
                     max_size=self.settings.pool_max,
                     timeout=self.settings.connect_timeout,
-                    check=ConnectionPool.check_connection,
+                    check=_check_if_idle,
                     name="umaserver",
                     open=False,
                 )
@@ -65,6 +74,19 @@ class HandlePool:
         """psycopg_pool's counters (connections open, in use, waiting requests...)."""
         with self._lock:
             return {} if self._pool is None else self._pool.get_stats()
+
+
+# Seconds a pooled connection may sit idle and still be lent without a check.
+IDLE_CHECK = 5.0
+# When each connection was last given back to its pool.
+_RETURNED: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
+
+
+def _check_if_idle(conn: Connection) -> None:
+    """psycopg_pool's check, for connections idle longer than IDLE_CHECK (or never lent)."""
+    returned = _RETURNED.get(conn)
+    if returned is None or time.monotonic() - returned > IDLE_CHECK:
+        ConnectionPool.check_connection(conn)
 
 
 def _borrow(pool: ConnectionPool[Connection]) -> Connection:
