@@ -49,17 +49,17 @@ def test_the_readme_walk_works_as_written(live_server: LiveServer) -> None:
     expected = [
         '"version":"1.0"',  # the configuration document
         "HTTP/1.1 201 CREATED",  # the resource set
-        '{"need_claims": [',  # asking without claims ...
-        '{"type": "https://example.com/claims/employee", "name": "role", "value": "Your role at'
+        '{"need_claims":[',  # asking without claims ...
+        '{"type":"https://example.com/claims/employee","name":"role","value":"Your role at'
         ' the hospital"}',
-        '{"rpt": "uma_rpt_',  # ... and with them
+        '{"rpt":"uma_rpt_',  # ... and with them
         '"scopes":["view"]',  # the RS sees the permission
         '"decision": "deny"',  # a nurse's claims, explained
         "condition 0 on 'role' failed: no accepted claim contains 'doctor'",
         "HTTP/1.1 204 NO CONTENT",
-        '"error": "not_found"',
-        '"error_description": "name: Missing data for required field."',
-        '"error": "invalid_token"',
+        '"error":"not_found"',
+        '"error_description":"name: Missing data for required field."',
+        '"error":"invalid_token"',
     ]
     position = 0
     for fragment in expected:  # in this order
