@@ -529,3 +529,9 @@ def test_user_link_without_any_configured_provider(cli: CLI) -> None:
     result = cli("user", "link", "alice", "--issuer", OP, "--subject", "a")
     assert result.exit_code == 1
     assert "(configured: none)" in result.stderr
+
+
+def test_identifiers_never_read_as_options() -> None:
+    """One random id in 64 would start with "-" and be taken for an option on the command line
+    (a flaky `client rotate-secret <id>` showed it)."""
+    assert not any(secrets_at_rest.new_id().startswith("-") for _ in range(20_000))

@@ -27,8 +27,12 @@ def new_token(prefix: str) -> str:
 
 
 def new_id(prefix: str = "") -> str:
-    """An opaque, random identifier (never a counter)."""
-    return prefix + secrets.token_urlsafe(16)
+    """An opaque, random identifier (never a counter). Never one that starts with "-": client ids,
+    subs and set ids are arguments of the command line, where such a word reads as an option."""
+    while True:
+        found = secrets.token_urlsafe(16)
+        if not found.startswith("-"):
+            return prefix + found
 
 
 def reissue_key(secret_key: str, purpose: str) -> bytes:
