@@ -5,6 +5,7 @@ handle whose connection met an unavailable storage is replaced, not kept."""
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from umaserver.services.database import Opener
+from umaserver.storage import Storage
 from umaserver.storage.per_request import opener
+from umaserver.storage.sqlite.base import writer_queue
 
 from .conftest import FakeClock
 
@@ -84,3 +87,39 @@ def test_a_pooled_handle_serves_only_the_file_it_opened(tmp_path: Path) -> None:
     assert third is not second and second.reusable() is False
     pool.release(third)
     pool.close_idle()
+
+
+def test_writers_of_one_file_take_turns_in_one_queue(tmp_path: Path) -> None:
+    """SQLite writers of this process queue on one lock per database file (not on SQLite's busy
+    handler, which sleeps); a transaction that fails gives its turn back."""
+    path = tmp_path / "queue.db"
+    pool = Opener(path, FakeClock())
+    first, second = pool(), pool()
+    other = Opener(tmp_path / "other.db", FakeClock())()
+    queue = writer_queue(path.resolve())
+    assert first.conn.writers is queue and second.conn.writers is queue  # type: ignore[attr-defined]
+    assert other.conn.writers is not queue  # type: ignore[attr-defined]
+
+    with pytest.raises(RuntimeError), first.transaction():
+        raise RuntimeError("a failed unit of work")
+    done: list[bool] = []
+    worker = threading.Thread(target=lambda: done.append(_write_once(second)))
+    worker.start()
+    worker.join(timeout=10)
+    assert done == [True]  # the failed transaction gave its turn back
+
+    with first.transaction():
+        waiting = threading.Thread(target=lambda: done.append(_write_once(second)))
+        waiting.start()
+        waiting.join(timeout=0.2)
+        assert waiting.is_alive()  # in the queue while the first transaction is open
+    waiting.join(timeout=10)
+    assert done == [True, True]
+    for handle in (first, second, other):
+        handle.close()
+
+
+def _write_once(handle: Storage) -> bool:
+    with handle.transaction():
+        handle.set_registration_digest("nobody", None)
+    return True

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -45,6 +46,7 @@ class Connection(sqlite3.Connection):
     that it did (`broken`): its handle replaces it before the next operation."""
 
     path: Path
+    writers: threading.RLock
     broken = False
 
     def execute(self, *args: Any, **kwargs: Any) -> sqlite3.Cursor:
@@ -81,6 +83,7 @@ def connect(path: Path) -> Connection:
     except sqlite3.Error as error:
         raise (unavailable(error) or error) from error
     conn.path = path
+    conn.writers = writer_queue(path.resolve())
     try:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
@@ -91,6 +94,27 @@ def connect(path: Path) -> Connection:
         conn.close()
         raise
     return conn
+
+
+_queues: dict[Path | None, threading.RLock] = {}  # by the database file's resolved path
+_queues_lock = threading.Lock()
+
+
+def writer_queue(path: Path | None) -> threading.RLock:
+    """The queue this process's writers of one database file wait in, in turn, before taking
+    SQLite's write lock. Without it, threads that find the lock taken wait on SQLite's busy
+    handler, which sleeps (1 ms, then 2, 5, 10, ...) whatever the holder's transaction takes:
+    writes that each take a fraction of a millisecond wait milliseconds, and the core idles. A
+    decision over 100 rules covering one set holds the lock for about a millisecond: under 8
+    concurrent requests the p99 of the authorization request was 500 ms without the queue, 53 ms
+    with it, at the same throughput (issue 13). Correctness never rests on it: `BEGIN IMMEDIATE` still decides, and writers of other processes
+    still meet the busy timeout. Re-entrant, so that a second handle used in the same thread
+    behaves as it did without the queue (it meets SQLite's lock)."""
+    with _queues_lock:
+        found = _queues.get(path)
+        if found is None:
+            found = _queues[path] = threading.RLock()
+        return found
 
 
 class Base:
@@ -122,18 +146,25 @@ class Base:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One write transaction; a nested use joins the outer one."""
+        """One write transaction; a nested use joins the outer one. Writers of this process take
+        their turn at the database's writer queue first (see `writer_queue`)."""
         conn = self.conn
         if conn.in_transaction:
             yield
             return
-        conn.execute("BEGIN IMMEDIATE")
+        queue = getattr(conn, "writers", None) or writer_queue(None)
+        if not queue.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+            raise StorageUnavailable("waited too long for this process's other writers")
         try:
-            yield
-            conn.execute("COMMIT")
-        except BaseException:
-            _roll_back(conn)
-            raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                conn.execute("COMMIT")
+            except BaseException:
+                _roll_back(conn)
+                raise
+        finally:
+            queue.release()
 
     def _write(self, sql: str, parameters: Iterable[Any] = ()) -> int:
         with self.transaction():
