@@ -122,7 +122,7 @@ class Plan:
                 sizes=(1_000, 10_000),
                 rule_counts=((100, 10),),
                 gunicorn_workers=2,
-                process_counts=(1, 2),
+                process_counts=(2,),
                 process_paths=("resource set read",),
             )
         return Plan(
