@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import json
 
-from psycopg.rows import DictRow
-
+from .. import rows as stored
 from ..records import AccessToken, Client, InitialAccessToken, User
 from .base import Base
 
@@ -34,11 +33,11 @@ class Accounts(Base):
         row = self._one(
             f"SELECT * FROM clients WHERE client_id = %s{self._lock('SHARE')}", (client_id,)
         )
-        return None if row is None else _client(row)
+        return None if row is None else stored.client(row)
 
     def list_clients(self) -> list[Client]:
         rows = self._all(f"SELECT * FROM clients ORDER BY created_at, seq{self._lock('SHARE')}")
-        return [_client(row) for row in rows]
+        return [stored.client(row) for row in rows]
 
     def update_client(self, client: Client) -> bool:
         return (
@@ -129,7 +128,7 @@ class Accounts(Base):
         row = self._one(
             f"SELECT * FROM users WHERE username = %s{self._lock('SHARE')}", (username,)
         )
-        return None if row is None else _user(row)
+        return None if row is None else stored.user(row)
 
     def get_username(self, sub: str) -> str | None:
         row = self._one(f"SELECT username FROM users WHERE sub = %s{self._lock('SHARE')}", (sub,))
@@ -145,11 +144,11 @@ class Accounts(Base):
 
     def get_user(self, sub: str) -> User | None:
         row = self._one(f"SELECT * FROM users WHERE sub = %s{self._lock('SHARE')}", (sub,))
-        return None if row is None else _user(row)
+        return None if row is None else stored.user(row)
 
     def list_users(self) -> list[User]:
         rows = self._all(f"SELECT * FROM users ORDER BY username{self._lock('SHARE')}")
-        return [_user(row) for row in rows]
+        return [stored.user(row) for row in rows]
 
     def set_password_hash(self, sub: str, password_hash: str | None) -> bool:
         return (
@@ -215,20 +214,3 @@ class Accounts(Base):
             " AND NOT EXISTS (SELECT 1 FROM rpts AS r WHERE r.aat_digest = t.digest) LIMIT %s)",
             (moment, limit),
         )
-
-
-def _client(row: DictRow) -> Client:
-    return Client(
-        client_id=row["client_id"],
-        secret_digest=row["secret_digest"],
-        name=row["name"],
-        redirect_uris=tuple(json.loads(row["redirect_uris"])),
-        push_claim_types=tuple(json.loads(row["push_claim_types"])),
-        metadata=json.loads(row["metadata"]),
-        registration_digest=row["registration_digest"],
-        created_at=row["created_at"],
-    )
-
-
-def _user(row: DictRow) -> User:
-    return User(row["sub"], row["username"], row["password_hash"], json.loads(row["claims"]))

@@ -6,8 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from psycopg.rows import DictRow
-
+from .. import rows as stored
 from ..records import StoredOwnerRule
 from .base import Base
 
@@ -15,17 +14,6 @@ _SELECT = (
     "SELECT r.id, r.owner, u.username, r.rule, r.created_at, r.updated_at"
     " FROM owner_rules r JOIN users u ON u.sub = r.owner"
 )
-
-
-def _rule(row: DictRow) -> StoredOwnerRule:
-    return StoredOwnerRule(
-        id=str(row["id"]),
-        owner=str(row["owner"]),
-        username=str(row["username"]),
-        rule=json.loads(row["rule"]),
-        created_at=int(row["created_at"]),
-        updated_at=int(row["updated_at"]),
-    )
 
 
 class OwnerRules(Base):
@@ -81,7 +69,7 @@ class OwnerRules(Base):
             + self._lock("SHARE", of="r"),
             (user_sub,),
         )
-        return [_rule(row) for row in rows]
+        return [stored.owner_rule(row) for row in rows]
 
     def owner_rules_version(self, user_sub: str) -> int:
         row = self._one(
@@ -94,4 +82,4 @@ class OwnerRules(Base):
         rows = self._all(
             f"{_SELECT} ORDER BY u.username, r.created_at, r.seq" + self._lock("SHARE", of="r")
         )
-        return [_rule(row) for row in rows]
+        return [stored.owner_rule(row) for row in rows]

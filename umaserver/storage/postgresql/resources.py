@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from psycopg.rows import DictRow
-
+from .. import rows as stored
 from ..records import ClaimsHandle, OwnedResourceSet, ResourceSet, Ticket
 from .base import Base
 
@@ -33,7 +32,7 @@ class Resources(Base):
 
     def get_resource_set(self, rs_id: str, owner: str, client_id: str) -> ResourceSet | None:
         # Its resource server reads a set to change it: the lock an update takes.
-        return _resource_set(
+        return stored.resource_set(
             self._one(
                 "SELECT * FROM resource_sets WHERE id = %s AND owner = %s AND client_id = %s"
                 + self._lock(),
@@ -44,7 +43,7 @@ class Resources(Base):
     def find_resource_set(self, rs_id: str) -> ResourceSet | None:
         # A decision reads the set it decides about: decisions on one set go on side by side,
         # and a change of the set waits for them.
-        return _resource_set(
+        return stored.resource_set(
             self._one(f"SELECT * FROM resource_sets WHERE id = %s{self._lock('SHARE')}", (rs_id,))
         )
 
@@ -142,7 +141,7 @@ class Resources(Base):
     def get_ticket(self, digest: str) -> Ticket | None:
         # In a transaction, the ticket is what the decision is about: racers on one ticket queue
         # here, and each reads it as the one before left it.
-        return _ticket(
+        return stored.ticket(
             self._one(f"SELECT * FROM tickets WHERE digest = %s{self._lock()}", (digest,))
         )
 
@@ -152,7 +151,7 @@ class Resources(Base):
             f" ORDER BY created_at, seq{self._lock()}",
             (rs_id,),
         )
-        return [ticket for row in rows if (ticket := _ticket(row)) is not None]
+        return [ticket for row in rows if (ticket := stored.ticket(row)) is not None]
 
     def set_ticket_scopes(self, digest: str, scopes: tuple[str, ...]) -> bool:
         return (
@@ -272,25 +271,3 @@ class Resources(Base):
             " (SELECT digest FROM tickets WHERE expires_at < %s LIMIT %s)",
             (moment, limit),
         )
-
-
-def _resource_set(row: DictRow | None) -> ResourceSet | None:
-    if row is None:
-        return None
-    return ResourceSet(row["id"], row["owner"], row["client_id"], json.loads(row["description"]))
-
-
-def _ticket(row: DictRow | None) -> Ticket | None:
-    if row is None:
-        return None
-    return Ticket(
-        digest=row["digest"],
-        owner=row["owner"],
-        client_id=row["client_id"],
-        resource_set_id=row["resource_set_id"],
-        scopes=tuple(json.loads(row["scopes"])),
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        requests=row["requests"],
-        state=row["state"],
-    )

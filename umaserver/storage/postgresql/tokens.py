@@ -6,6 +6,7 @@ import json
 
 from psycopg.rows import DictRow
 
+from .. import rows as stored
 from ..records import Permission, Rpt
 from .base import Base
 
@@ -61,7 +62,7 @@ class Tokens(Base):
             + self._lock(),
             (rpt_digest, rs_id),
         )
-        return None if row is None else _permission(row)
+        return None if row is None else stored.permission(row)
 
     def put_permission(self, rpt_digest: str, permission: Permission) -> None:
         self._write(
@@ -84,7 +85,7 @@ class Tokens(Base):
             f" ORDER BY issued_at, resource_set_id{self._lock()}",
             (rpt_digest, now),
         )
-        return [_permission(row) for row in rows]
+        return [stored.permission(row) for row in rows]
 
     def permissions_for(
         self, rpt_digest: str, owner: str, client_id: str, now: int
@@ -96,7 +97,7 @@ class Tokens(Base):
             " ORDER BY p.issued_at, p.resource_set_id" + self._lock(of="p"),
             (rpt_digest, owner, client_id, now),
         )
-        return [_permission(row) for row in rows]
+        return [stored.permission(row) for row in rows]
 
     def permissions_on(self, rs_id: str) -> list[tuple[str, Permission]]:
         rows = self._all(
@@ -104,7 +105,7 @@ class Tokens(Base):
             f" ORDER BY issued_at, rpt_digest{self._lock()}",
             (rs_id,),
         )
-        return [(str(row["rpt_digest"]), _permission(row)) for row in rows]
+        return [(str(row["rpt_digest"]), stored.permission(row)) for row in rows]
 
     def delete_permission(self, rpt_digest: str, rs_id: str) -> bool:
         return (
@@ -128,13 +129,4 @@ def _rpt(row: DictRow | None) -> Rpt | None:
         issued_at=row["issued_at"],
         expires_at=row["expires_at"],
         revoked=row["revoked"],
-    )
-
-
-def _permission(row: DictRow) -> Permission:
-    return Permission(
-        row["resource_set_id"],
-        tuple(json.loads(row["scopes"])),
-        row["issued_at"],
-        row["expires_at"],
     )

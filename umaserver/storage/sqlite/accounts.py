@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from .. import rows as stored
 from ..records import (
     AccessToken,
     Client,
@@ -36,11 +37,11 @@ class Accounts(Base):
 
     def get_client(self, client_id: str) -> Client | None:
         row = self._one("SELECT * FROM clients WHERE client_id = ?", (client_id,))
-        return None if row is None else _client(row)
+        return None if row is None else stored.client(row)
 
     def list_clients(self) -> list[Client]:
         rows = self.conn.execute("SELECT * FROM clients ORDER BY created_at, rowid").fetchall()
-        return [_client(row) for row in rows]
+        return [stored.client(row) for row in rows]
 
     def update_client(self, client: Client) -> bool:
         return (
@@ -129,7 +130,7 @@ class Accounts(Base):
         row = self._one("SELECT * FROM users WHERE username = ?", (username,))
         if row is None:
             return None
-        return _user(row)
+        return stored.user(row)
 
     def get_username(self, sub: str) -> str | None:
         row = self._one("SELECT username FROM users WHERE sub = ?", (sub,))
@@ -143,11 +144,11 @@ class Accounts(Base):
 
     def get_user(self, sub: str) -> User | None:
         row = self._one("SELECT * FROM users WHERE sub = ?", (sub,))
-        return None if row is None else _user(row)
+        return None if row is None else stored.user(row)
 
     def list_users(self) -> list[User]:
         rows = self.conn.execute("SELECT * FROM users ORDER BY username").fetchall()
-        return [_user(row) for row in rows]
+        return [stored.user(row) for row in rows]
 
     def set_password_hash(self, sub: str, password_hash: str | None) -> bool:
         return (
@@ -212,20 +213,3 @@ class Accounts(Base):
             " AND NOT EXISTS (SELECT 1 FROM rpts AS r WHERE r.aat_digest = t.digest) LIMIT ?)",
             (moment, limit),
         )
-
-
-def _client(row: sqlite3.Row) -> Client:
-    return Client(
-        client_id=row["client_id"],
-        secret_digest=row["secret_digest"],
-        name=row["name"],
-        redirect_uris=tuple(json.loads(row["redirect_uris"])),
-        push_claim_types=tuple(json.loads(row["push_claim_types"])),
-        metadata=json.loads(row["metadata"]),
-        registration_digest=row["registration_digest"],
-        created_at=row["created_at"],
-    )
-
-
-def _user(row: sqlite3.Row) -> User:
-    return User(row["sub"], row["username"], row["password_hash"], json.loads(row["claims"]))

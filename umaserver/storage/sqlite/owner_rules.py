@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
+from .. import rows as stored
 from ..records import StoredOwnerRule
 from .base import Base
 
@@ -14,17 +15,6 @@ _SELECT = (
     "SELECT r.id, r.owner, u.username, r.rule, r.created_at, r.updated_at"
     " FROM owner_rules r JOIN users u ON u.sub = r.owner"
 )
-
-
-def _rule(row: sqlite3.Row) -> StoredOwnerRule:
-    return StoredOwnerRule(
-        id=str(row["id"]),
-        owner=str(row["owner"]),
-        username=str(row["username"]),
-        rule=json.loads(row["rule"]),
-        created_at=int(row["created_at"]),
-        updated_at=int(row["updated_at"]),
-    )
 
 
 class OwnerRules(Base):
@@ -77,7 +67,7 @@ class OwnerRules(Base):
         rows = self.conn.execute(
             f"{_SELECT} WHERE r.owner = ? ORDER BY r.created_at, r.rowid", (user_sub,)
         ).fetchall()
-        return [_rule(row) for row in rows]
+        return [stored.owner_rule(row) for row in rows]
 
     def owner_rules_version(self, user_sub: str) -> int:
         row = self._one("SELECT version FROM owner_rule_versions WHERE owner = ?", (user_sub,))
@@ -85,4 +75,4 @@ class OwnerRules(Base):
 
     def all_owner_rules(self) -> list[StoredOwnerRule]:
         rows = self.conn.execute(f"{_SELECT} ORDER BY u.username, r.created_at, r.rowid").fetchall()
-        return [_rule(row) for row in rows]
+        return [stored.owner_rule(row) for row in rows]

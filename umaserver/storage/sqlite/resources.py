@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
+from .. import rows as stored
 from ..records import (
     ClaimsHandle,
     OwnedResourceSet,
@@ -36,7 +36,7 @@ class Resources(Base):
         )
 
     def get_resource_set(self, rs_id: str, owner: str, client_id: str) -> ResourceSet | None:
-        return _resource_set(
+        return stored.resource_set(
             self._one(
                 "SELECT * FROM resource_sets WHERE id = ? AND owner = ? AND client_id = ?",
                 (rs_id, owner, client_id),
@@ -44,7 +44,7 @@ class Resources(Base):
         )
 
     def find_resource_set(self, rs_id: str) -> ResourceSet | None:
-        return _resource_set(self._one("SELECT * FROM resource_sets WHERE id = ?", (rs_id,)))
+        return stored.resource_set(self._one("SELECT * FROM resource_sets WHERE id = ?", (rs_id,)))
 
     def replace_resource_set(
         self, rs_id: str, owner: str, client_id: str, description: dict[str, Any], updated_at: int
@@ -136,7 +136,7 @@ class Resources(Base):
         )
 
     def get_ticket(self, digest: str) -> Ticket | None:
-        return _ticket(self._one("SELECT * FROM tickets WHERE digest = ?", (digest,)))
+        return stored.ticket(self._one("SELECT * FROM tickets WHERE digest = ?", (digest,)))
 
     def open_tickets_for(self, rs_id: str) -> list[Ticket]:
         rows = self.conn.execute(
@@ -144,7 +144,7 @@ class Resources(Base):
             " ORDER BY created_at, rowid",
             (rs_id,),
         ).fetchall()
-        return [ticket for row in rows if (ticket := _ticket(row)) is not None]
+        return [ticket for row in rows if (ticket := stored.ticket(row)) is not None]
 
     def set_ticket_scopes(self, digest: str, scopes: tuple[str, ...]) -> bool:
         return (
@@ -261,25 +261,3 @@ class Resources(Base):
             " (SELECT digest FROM tickets WHERE expires_at < ? LIMIT ?)",
             (moment, limit),
         )
-
-
-def _resource_set(row: sqlite3.Row | None) -> ResourceSet | None:
-    if row is None:
-        return None
-    return ResourceSet(row["id"], row["owner"], row["client_id"], json.loads(row["description"]))
-
-
-def _ticket(row: sqlite3.Row | None) -> Ticket | None:
-    if row is None:
-        return None
-    return Ticket(
-        digest=row["digest"],
-        owner=row["owner"],
-        client_id=row["client_id"],
-        resource_set_id=row["resource_set_id"],
-        scopes=tuple(json.loads(row["scopes"])),
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        requests=row["requests"],
-        state=row["state"],
-    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
+from .. import rows as stored
 from ..records import (
     Permission,
     Rpt,
@@ -62,7 +63,7 @@ class Tokens(Base):
             "SELECT * FROM permissions WHERE rpt_digest = ? AND resource_set_id = ?",
             (rpt_digest, rs_id),
         )
-        return None if row is None else _permission(row)
+        return None if row is None else stored.permission(row)
 
     def put_permission(self, rpt_digest: str, permission: Permission) -> None:
         self._write(
@@ -85,7 +86,7 @@ class Tokens(Base):
             " ORDER BY issued_at, resource_set_id",
             (rpt_digest, now),
         ).fetchall()
-        return [_permission(row) for row in rows]
+        return [stored.permission(row) for row in rows]
 
     def permissions_for(
         self, rpt_digest: str, owner: str, client_id: str, now: int
@@ -96,14 +97,14 @@ class Tokens(Base):
             " ORDER BY p.issued_at, p.resource_set_id",
             (rpt_digest, owner, client_id, now),
         ).fetchall()
-        return [_permission(row) for row in rows]
+        return [stored.permission(row) for row in rows]
 
     def permissions_on(self, rs_id: str) -> list[tuple[str, Permission]]:
         rows = self.conn.execute(
             "SELECT * FROM permissions WHERE resource_set_id = ? ORDER BY issued_at, rpt_digest",
             (rs_id,),
         ).fetchall()
-        return [(str(row["rpt_digest"]), _permission(row)) for row in rows]
+        return [(str(row["rpt_digest"]), stored.permission(row)) for row in rows]
 
     def delete_permission(self, rpt_digest: str, rs_id: str) -> bool:
         return (
@@ -127,13 +128,4 @@ def _rpt(row: sqlite3.Row | None) -> Rpt | None:
         issued_at=row["issued_at"],
         expires_at=row["expires_at"],
         revoked=bool(row["revoked"]),
-    )
-
-
-def _permission(row: sqlite3.Row) -> Permission:
-    return Permission(
-        row["resource_set_id"],
-        tuple(json.loads(row["scopes"])),
-        row["issued_at"],
-        row["expires_at"],
     )
