@@ -92,8 +92,6 @@ def main() -> None:
         uma = run.Uma(folder, config_path, port)
         uma.set_rules(1, 1)
         uma.grow(1000)
-        uma.store.close()
-        uma.store = seed.prepared(folder / "bench.db")
         app = create_app(load_config(config_path))
         host = f"127.0.0.1:{port}"
         _prepare_in_process(uma, app, host)
@@ -113,30 +111,27 @@ def main() -> None:
                     call()
                 best = min(best, (time.process_time() - started) / (args.requests // args.rounds))
             print(f"{spec.name:32} {best * 1e6:8.0f} us/request (CPU, best of {args.rounds})")
-            if not (args.profile or args.html):
-                continue
-            started = time.perf_counter()
             if args.profile or args.html:
-                from pyinstrument import Profiler
+                _profile(call, spec, args.requests, args.html)
 
-                profiler = Profiler(interval=0.0002)
-                profiler.start()
-            for _ in range(args.requests):
-                call()
-            elapsed = time.perf_counter() - started
-            print(f"profiled: {elapsed / args.requests * 1e6:.0f} us/request", flush=True)
-            if args.profile or args.html:
-                profiler.stop()
-                if args.html:
-                    args.html.mkdir(parents=True, exist_ok=True)
-                    page = args.html / (spec.name.replace(" ", "_").replace("/", "") + ".html")
-                    page.write_text(profiler.output_html(), encoding="utf-8")
-                else:
-                    print(
-                        _significant(
-                            profiler.output_text(unicode=False, color=False, show_all=True)
-                        )
-                    )
+
+def _profile(call: Callable[[], None], spec: run.Spec, requests: int, html: Path | None) -> None:
+    """`requests` calls under pyinstrument: the lines of at least 2% as text, or an HTML page."""
+    from pyinstrument import Profiler
+
+    profiler = Profiler(interval=0.0002)
+    started = time.perf_counter()
+    profiler.start()
+    for _ in range(requests):
+        call()
+    profiler.stop()
+    print(f"profiled: {(time.perf_counter() - started) / requests * 1e6:.0f} us/request")
+    if html is None:
+        print(_significant(profiler.output_text(unicode=False, color=False, show_all=True)))
+        return
+    html.mkdir(parents=True, exist_ok=True)
+    page = html / (spec.name.replace(" ", "_").replace("/", "") + ".html")
+    page.write_text(profiler.output_html(), encoding="utf-8")
 
 
 def _significant(text: str, share: float = 0.02) -> str:

@@ -41,16 +41,51 @@ def prepare(
     return versions
 
 
-class Opener:
+class PreparedOnce:
+    """What both openers share: prepared once, before the first handle; a database that cannot be
+    used at start is logged (`prepare_or_log`) and prepared on the first request after it can be,
+    until then each request meets StorageUnavailable (503), and no restart is needed. Subclasses
+    define `prepare` (which sets `_ready`), `database` (as logs show it) and `unusable` (what is
+    wrong with a database that fails to prepare)."""
+
+    unusable = "cannot be opened"
+
+    def __init__(self) -> None:
+        self._ready = threading.Event()
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    @property
+    def database(self) -> str:
+        raise NotImplementedError
+
+    def prepare(self) -> None:
+        raise NotImplementedError
+
+    def prepare_or_log(self) -> None:
+        try:
+            self.prepare()
+        except StorageUnavailable as error:
+            log.error(
+                "The database %s %s: %s; requests answer 503 until it can.",
+                self.database,
+                self.unusable,
+                error,
+            )
+
+
+class Opener(PreparedOnce):
     """Opens storage handles on an SQLite database for a serving app (PostgreSQL's:
     `postgresql_opener`). A database that could not be prepared at start
     (read-only or full storage, a missing mount) is prepared on the first request after it can
     be: until then each request meets StorageUnavailable (503), and no restart is needed."""
 
     def __init__(self, path: Path, clock: Clock, pool_size: int = 16) -> None:
+        super().__init__()
         self.path = path
         self.clock = clock
-        self._ready = threading.Event()
         # Idle handles kept between requests: at most one per serving thread is ever needed.
         self.pool_size = pool_size
         self._idle: list[Storage] = []
@@ -61,22 +96,12 @@ class Opener:
         )
 
     @property
-    def ready(self) -> bool:
-        return self._ready.is_set()
+    def database(self) -> str:
+        return str(self.path)
 
     def prepare(self) -> None:
         prepare(self.path, self.clock.now())
         self._ready.set()
-
-    def prepare_or_log(self) -> None:
-        try:
-            self.prepare()
-        except StorageUnavailable as error:
-            log.error(
-                "The database %s cannot be opened: %s; requests answer 503 until it can.",
-                self.path,
-                error,
-            )
 
     def _file(self) -> tuple[int, ...] | None:
         """Which file the database is now, and its mode: a pooled handle serves only while they

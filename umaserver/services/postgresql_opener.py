@@ -11,7 +11,6 @@ request meets StorageUnavailable (503), and no restart is needed.
 from __future__ import annotations
 
 import logging
-import threading
 
 from ..clock import Clock
 from ..storage import (
@@ -24,23 +23,26 @@ from ..storage import (
 )
 from ..storage.postgresql.pool import HandlePool
 from . import accounts
+from .database import PreparedOnce
 
 log = logging.getLogger("umaserver")
 
 
-class PostgreSQLOpener:
+class PostgreSQLOpener(PreparedOnce):
     """Handles over the process's pool of connections: `release` gives a handle's connection back."""
 
+    unusable = "cannot be reached"
+
     def __init__(self, url: str, clock: Clock, settings: PostgreSQLSettings) -> None:
+        super().__init__()
         self.url = url
         self.clock = clock
         self.settings = settings
-        self._ready = threading.Event()
         self._pool = HandlePool(url, settings)
 
     @property
-    def ready(self) -> bool:
-        return self._ready.is_set()
+    def database(self) -> str:
+        return describe(self.url)
 
     def prepare(self) -> None:
         """Checks the schema version (SchemaError when it is not this code's) and the stored
@@ -52,16 +54,6 @@ class PostgreSQLOpener:
         finally:
             handle.close()
         self._ready.set()
-
-    def prepare_or_log(self) -> None:
-        try:
-            self.prepare()
-        except StorageUnavailable as error:
-            log.error(
-                "The database %s cannot be reached: %s; requests answer 503 until it can.",
-                describe(self.url),
-                error,
-            )
 
     def __call__(self) -> Storage:
         if not self.ready:
