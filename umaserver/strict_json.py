@@ -163,8 +163,18 @@ def loads(data: bytes | str) -> Any:
         raise StrictJSONError("it is not UTF-8, UTF-16 or UTF-32 text") from None
     except RecursionError:
         raise StrictJSONError("it is nested too deeply") from None
-    _no_lone_surrogates(document)
+    if not _cannot_hold_surrogates(data):
+        _no_lone_surrogates(document)
     return document
+
+
+def _cannot_hold_surrogates(data: bytes | str) -> bool:
+    """True when `data` is ASCII without a `\\u` escape: a lone surrogate can come only from an
+    escape or from non-ASCII bytes (UTF-8, -16 or -32 code units of D800-DFFF), so the document
+    need not be walked. Almost every request body is such text."""
+    if isinstance(data, bytes):
+        return data.isascii() and b"\\u" not in data
+    return data.isascii() and "\\u" not in data
 
 
 def loads_object(data: bytes | str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from .. import secrets_at_rest
 from ..errors import InvalidResourceSetId, InvalidScope, echo
-from ..fetching.queue import queue_resource_set
+from ..fetching.queue import queue_resource_set, resource_set_uris
 from ..storage import Storage
 from ..storage.records import AccessToken, ResourceSet, Ticket
 
@@ -18,6 +18,9 @@ def create_resource_set(
 ) -> ResourceSet:
     # "_id is an opaque random string, never a counter."
     resource_set = ResourceSet(secrets_at_rest.new_id(), pat.owner, pat.client_id, description)
+    if not resource_set_uris(description):
+        storage.add_resource_set(resource_set, now)  # one statement, its own transaction
+        return resource_set
     with storage.transaction():
         storage.add_resource_set(resource_set, now)
         # Its scope descriptions and icon are fetched in the background, never here.

@@ -117,6 +117,15 @@ def writer_queue(path: Path | None) -> threading.RLock:
         return found
 
 
+def _take_turn(conn: sqlite3.Connection) -> threading.RLock:
+    """Waits for this process's writers of `conn`'s database before it (see `writer_queue`);
+    the caller releases the queue it returns."""
+    queue = getattr(conn, "writers", None) or writer_queue(None)
+    if not queue.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
+        raise StorageUnavailable("waited too long for this process's other writers")
+    return queue
+
+
 class Base:
     """The connection and the transaction helper; subclasses add the operations."""
 
@@ -152,9 +161,7 @@ class Base:
         if conn.in_transaction:
             yield
             return
-        queue = getattr(conn, "writers", None) or writer_queue(None)
-        if not queue.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
-            raise StorageUnavailable("waited too long for this process's other writers")
+        queue = _take_turn(conn)
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -167,8 +174,17 @@ class Base:
             queue.release()
 
     def _write(self, sql: str, parameters: Iterable[Any] = ()) -> int:
-        with self.transaction():
-            return self.conn.execute(sql, tuple(parameters)).rowcount
+        """One statement: inside a caller's transaction it joins it; alone it is its own
+        transaction (SQLite's autocommit: atomic and durable like BEGIN IMMEDIATE ... COMMIT,
+        in one call instead of three), after this process's other writers."""
+        conn = self.conn
+        if conn.in_transaction:
+            return conn.execute(sql, tuple(parameters)).rowcount
+        queue = _take_turn(conn)
+        try:
+            return conn.execute(sql, tuple(parameters)).rowcount
+        finally:
+            queue.release()
 
     def _one(self, sql: str, parameters: Iterable[Any] = ()) -> sqlite3.Row | None:
         row: sqlite3.Row | None = self.conn.execute(sql, tuple(parameters)).fetchone()
