@@ -47,16 +47,17 @@ def json_response(
     content_type: str = "application/json",
 ) -> Response:
     """An API answer: `body` as compact JSON with a final newline (as Flask's jsonify writes it,
-    so that answers read well in a terminal too), with the API's headers, then `headers`."""
-    response = Response(
-        json.dumps(body, separators=(",", ":")) + "\n",
-        status=status,
-        headers=_API_HEADERS,
-        content_type=content_type,
-    )
-    for name, value in (headers or {}).items():
-        response.headers[name] = value
-    return response
+    so that answers read well in a terminal too), with the API's headers, then `headers` (each
+    replacing one of the same name)."""
+    listed = [("Content-Type", content_type), *_API_HEADERS]
+    if headers:
+        replaced = {name.lower() for name in headers}
+        listed = [item for item in listed if item[0].lower() not in replaced]
+        listed.extend(headers.items())
+    return Response(_COMPACT.encode(body) + "\n", status, listed)
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 def render(error: APIError) -> Response:

@@ -94,6 +94,16 @@ def _keep_one_subject_per_issuer(
     return [claim for claim in held if claim.issuer not in forgotten]
 
 
+def _recorded(held: list[Claim], pushed: Iterable[Claim]) -> list[Claim]:
+    """What the ticket holds for the party once `pushed` is recorded, as `record_claims` stores
+    it (one claim per type, name and issuer; a pushed one replaces a held one, the last pushed
+    wins), without reading it back."""
+    merged = {(claim.type, claim.name, claim.issuer): claim for claim in held}
+    for claim in pushed:
+        merged[(claim.type, claim.name, claim.issuer)] = claim
+    return list(merged.values())
+
+
 def _count_refused_request(storage: Storage, digest: str) -> None:
     """A request refused with invalid_request counts toward the ticket's requests, and nothing
     else of it is recorded; the last one finishes the ticket."""
@@ -185,6 +195,7 @@ def request_authorization(
         held = _keep_one_subject_per_issuer(storage, ticket.digest, party, pushed.assertions)
         within_ticket_bound(held, pushed.claims, limits)
         storage.record_claims(ticket.digest, party, pushed.claims)
+        claims = _recorded(held, pushed.claims)
         requests = storage.count_ticket_request(ticket.digest)
         # A new request on the ticket voids the handles of earlier redirect_required answers.
         storage.void_claims_handles(ticket.digest)
@@ -199,7 +210,7 @@ def request_authorization(
                     client.client_id, client.push_claim_types, verifiers, can_gather
                 ),
                 requesting_party=party,
-                claims=storage.gathered_claims(ticket.digest, party),
+                claims=claims,
             ),
         )
         if decision.outcome == "grant":
