@@ -66,17 +66,18 @@ def _basic_client_id(header: str) -> str:
 def check_client_request() -> None:
     """What every client-authenticated request (/token, /revoke) must be: no parameter twice
     (RFC 6749 3.1), one client authentication (RFC 6749 2.3), a Basic header that decodes."""
-    parameters = request.values
-    for name in parameters:
-        if len(parameters.getlist(name)) > 1:
-            raise InvalidRequest(
-                f"The parameter {echo(name)} is given more than once (RFC 6749 3.1)."
-            )
+    query, form = request.args, request.form
+    for source in (query, form):
+        for name, values in source.lists():
+            if len(values) > 1 or (source is form and name in query):
+                raise InvalidRequest(
+                    f"The parameter {echo(name)} is given more than once (RFC 6749 3.1)."
+                )
     header = request.headers.get("Authorization")
     if header is not None:
         basic_id = _basic_client_id(header)
-        body_id = request.form.get("client_id")
-        if "client_secret" in request.form or (body_id is not None and body_id != basic_id):
+        body_id = form.get("client_id")
+        if "client_secret" in form or (body_id is not None and body_id != basic_id):
             raise InvalidRequest(
                 "Authenticate the client one way only (RFC 6749 2.3): HTTP Basic, or"
                 " client_id and client_secret in the body."

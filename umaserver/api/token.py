@@ -141,6 +141,9 @@ class PublicRequest(FlaskOAuth2Request):  # type: ignore[misc]
     400 that says why, never a 500."""
 
     def __init__(self, flask_request: Any) -> None:
+        # Authlib reads the request's form and headers many times: from the request itself, not
+        # through Flask's context-local proxy each time.
+        flask_request = flask_request._get_current_object()
         public = runtime().config.url(flask_request.full_path.rstrip("?"))
         # Only the scheme and host of the request's own URL are checked: built from the WSGI
         # values, without the IRI decoding of `request.url` that costs more than the check.
