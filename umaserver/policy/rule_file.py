@@ -18,7 +18,7 @@ from typing import Any
 
 import re2
 
-from .rules import Condition, ResourceSetSelector, Rule, RuleSet
+from .rules import Condition, ResourceSetSelector, Rule, RuleSet, shared_set
 
 OPERATORS = ("equals", "one_of", "contains", "prefix", "suffix", "exists", "regex")
 _RULE_KEYS = ("id", "owner", "scopes", "description", "resource_sets", "conditions")
@@ -49,6 +49,7 @@ def load_rules(path: Path) -> RuleSet:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise PolicyError([f"byte {error.start}: not UTF-8 text"], str(path)) from None
+    del raw  # not held while the text is parsed
     return parse_rules(text, str(path))
 
 
@@ -136,6 +137,9 @@ def _read_file(data: Mapping[str, Any], errors: list[str]) -> list[Rule]:
     rules: list[Rule] = []
     seen: set[str] = set()
     for index, entry in enumerate(entries):
+        # Each table is dropped once read: a file of 10^4 rules does not hold its whole parsed
+        # document and all its rules in memory at once (the server's peak RSS).
+        entries[index] = None
         place = f"rules[{index}]"
         rule = _read_rule(entry, place, errors)
         if rule is not None:
@@ -207,9 +211,9 @@ def _read_selector(table: Any, place: str, errors: list[str]) -> ResourceSetSele
         return ResourceSetSelector()
     return ResourceSetSelector(
         everything=False,
-        ids=frozenset(listed.get("ids", ())),
-        types=frozenset(listed.get("types", ())),
-        names=frozenset(listed.get("names", ())),
+        ids=shared_set(listed.get("ids", ())),
+        types=shared_set(listed.get("types", ())),
+        names=shared_set(listed.get("names", ())),
         description=", ".join(f"{key} {list(values)}" for key, values in listed.items()),
     )
 
@@ -245,8 +249,8 @@ def _read_condition(table: Any, place: str, errors: list[str]) -> Condition | No
         claim=claim,
         operator=operator,
         operand=table[operator],
-        types=None if types is None else frozenset(types),
-        issuers=None if issuers is None else frozenset(issuers),
+        types=None if types is None else shared_set(types),
+        issuers=None if issuers is None else shared_set(issuers),
         hint=hint,
         test=test,
         description=description,
