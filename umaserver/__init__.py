@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import logging
 import weakref
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from flask import Flask, Response
 
@@ -55,7 +57,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     if config is None:
         config = load_config()
     clock = clock or SystemClock()
-    app = Flask(__name__)
+    app = _App(__name__)
     app.request_class = wsgi_request.Request
     app.config.update(
         SECRET_KEY=config.secret_key,
@@ -142,16 +144,34 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     return app
 
 
+class _App(Flask):
+    """Flask, asking once per function whether it is a coroutine function: Flask asks again of
+    every view and hook on every request (`ensure_sync`, which Flask documents for overriding),
+    and none here is one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._plain: set[Callable[..., Any]] = set()
+
+    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        if func in self._plain:
+            return func
+        found: Callable[..., Any] = super().ensure_sync(func)
+        if found is func and len(self._plain) < 1024:  # views and hooks: a few dozen
+            self._plain.add(func)
+        return found
+
+
 def _no_store(response: Response) -> Response:
     """API answers carry tokens and owners' data: no cache keeps them (RFC 6749 5.1). An answer
     that says how it may be cached (the configuration document, pages) keeps its own word. Every
     JSON answer, errors too, is JSON to a browser and nothing else (`nosniff`). Answers written
     by `error_responses.json_response` (and pages) carry their headers already."""
-    if "X-Content-Type-Options" in response.headers:
+    headers = response.headers
+    if "X-Content-Type-Options" in headers or not response.is_json:
         return response
-    if response.is_json and "Cache-Control" not in response.headers:
-        response.headers["Cache-Control"] = "no-store"
-        response.headers["Pragma"] = "no-cache"
-    if response.is_json:
-        response.headers["X-Content-Type-Options"] = "nosniff"
+    if "Cache-Control" not in headers:
+        headers["Cache-Control"] = "no-store"
+        headers["Pragma"] = "no-cache"
+    headers["X-Content-Type-Options"] = "nosniff"
     return response

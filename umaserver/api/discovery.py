@@ -36,9 +36,15 @@ def configuration() -> Response:
         body = current_app.extensions[_DOCUMENT] = json.dumps(
             document(), separators=(",", ":")
         ).encode()
-    response = Response(body, content_type="application/json")
-    response.headers["Cache-Control"] = "public, max-age=3600"
-    return response
+    return Response(body, 200, _HEADERS)
+
+
+# Cacheable, unlike every other API answer; JSON to a browser and nothing else.
+_HEADERS = (
+    ("Content-Type", "application/json"),
+    ("Cache-Control", "public, max-age=3600"),
+    ("X-Content-Type-Options", "nosniff"),
+)
 
 
 def document() -> dict[str, object]:
