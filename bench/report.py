@@ -20,16 +20,20 @@ PEER_PAIRS = {
 }
 
 
-def _bare(results: Sequence[Result], server: str, concurrency: int) -> Result | None:
-    for result in results:
-        if (
-            result.server == server
-            and result.concurrency == concurrency
-            and result.path.startswith("bare route")
-            and result.failure is None
-        ):
-            return result
-    return None
+def _bare(results: Sequence[Result], server: str, concurrency: int) -> float | None:
+    """The bare route's throughput on `server` at `concurrency`: the mean of its runs (waitress's
+    is measured before and after the paths, so that the machine's drift over the run does not
+    tilt every fraction one way)."""
+    found = [
+        result.rps
+        for result in results
+        if result.server == server
+        and result.concurrency == concurrency
+        and result.path.startswith("bare route")
+        and result.failure is None
+        and result.rps
+    ]
+    return sum(found) / len(found) if found else None
 
 
 def _fill_fractions(results: Sequence[Result]) -> None:
@@ -38,8 +42,8 @@ def _fill_fractions(results: Sequence[Result]) -> None:
             continue
         kind = "bare/" + result.server.split("/", 1)[1]
         bare = _bare(results, kind, result.concurrency)
-        if bare is not None and bare.rps and result.failure is None:
-            result.fraction = round(result.rps / bare.rps, 3)
+        if bare is not None and result.failure is None:
+            result.fraction = round(result.rps / bare, 3)
 
 
 def _rps(result: Result) -> str:
@@ -158,7 +162,9 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
         "## Every path, waitress (10^3 resource sets, 1 rule)",
         "",
         "Fraction: of the bare route (a constant JSON object from a bare Flask route on the same "
-        "`make_server` and settings) at the same concurrency, in the same run.",
+        "`make_server` and settings) at the same concurrency, in the same run: the mean of its "
+        "two runs, before the paths and again after them (their difference is the machine's "
+        "drift over the table).",
         "",
         _row(["path", "concurrency", "req/s", "fraction", "p50", "p95", "p99", "peak RSS MB"]),
         _row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]),
@@ -307,7 +313,7 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
         ]
         bare8 = _bare(results, "bare/waitress", 8)
         for r in growth_rows:
-            fraction = f"{r.rps / bare8.rps:.2f}" if bare8 and not r.failure else ""
+            fraction = f"{r.rps / bare8:.2f}" if bare8 and not r.failure else ""
             first = base.get(r.path)
             versus = (
                 f"{r.rps / first.rps:.2f}"

@@ -39,7 +39,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -768,6 +768,7 @@ def bare_gunicorn(port: int, workers: int, threads: int) -> Server:
 
 
 BARE = Spec("bare route (ceiling)", "GET", "/bare", 200, body_match='"hello"')
+BARE_AGAIN = replace(BARE, name="bare route (ceiling), again after the paths")
 
 
 # -- the peer ------------------------------------------------------------------------------------
@@ -908,18 +909,25 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def main_matrix(runner: Runner, uma: Uma, config: Path, port: int, rules: str) -> None:
+    """The bare route, every path, then the bare route again: a fraction is of the mean of its
+    two runs, so that a machine slowing (or speeding up) over the minutes of the table does not
+    tilt every fraction."""
     plan = runner.plan
-    with serving(bare_waitress(config, port)) as bare:
-        for concurrency in plan.concurrencies:
-            runner.measure(
-                bare,
-                f"http://127.0.0.1:{port}",
-                BARE,
-                concurrency,
-                section="main",
-                sets=0,
-                rules="-",
-            )
+
+    def ceiling(spec: Spec) -> None:
+        with serving(bare_waitress(config, port)) as bare:
+            for concurrency in plan.concurrencies:
+                runner.measure(
+                    bare,
+                    f"http://127.0.0.1:{port}",
+                    spec,
+                    concurrency,
+                    section="main",
+                    sets=0,
+                    rules="-",
+                )
+
+    ceiling(BARE)
     with serving(uma.waitress()) as server:
         uma.prepare_flow()
         for spec in uma.specs():
@@ -933,6 +941,7 @@ def main_matrix(runner: Runner, uma: Uma, config: Path, port: int, rules: str) -
                     sets=plan.sizes[0],
                     rules=rules,
                 )
+    ceiling(BARE_AGAIN)
 
 
 def gunicorn_side(runner: Runner, uma: Uma, port: int, rules: str) -> None:
