@@ -61,14 +61,15 @@ class _Validator(BearerTokenValidator):  # type: ignore[misc]
 class _Protector(ResourceProtector):  # type: ignore[misc]
     def parse_request_authorization(self, req: Any) -> tuple[Any, str]:
         header = req.headers.get("Authorization")
-        realm = _realm()
         if not header or header.split(" ", 1)[0].lower() != "bearer":
-            raise MissingToken(headers={"WWW-Authenticate": f'Bearer realm="{realm}"'})
+            raise MissingToken(headers={"WWW-Authenticate": f'Bearer realm="{_realm()}"'})
         token = header[len("bearer") :].lstrip(" ")
         if not _B64TOKEN.fullmatch(token):
             raise InvalidRequest(
                 "The Authorization header is not of the form 'Bearer <token>'.",
-                headers={"WWW-Authenticate": f'Bearer realm="{realm}", error="invalid_request"'},
+                headers={
+                    "WWW-Authenticate": f'Bearer realm="{_realm()}", error="invalid_request"'
+                },
             )
         return self.get_token_validator("bearer"), token
 

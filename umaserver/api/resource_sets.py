@@ -6,7 +6,7 @@ in the order authentication, method, existence, body.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, request, url_for
+from flask import Blueprint, Response, request
 
 from ..error_responses import json_response
 from ..errors import NotFound, UnsupportedMethod
@@ -55,7 +55,9 @@ def _create(pat: AccessToken) -> Response:
     created = create_resource_set(storage(), runtime().clock.now(), pat, description)
     if resource_set_uris(description):
         running.wake()  # its scope descriptions and icon were queued: check them soon
-    location = runtime().config.url(url_for("resource_sets.item", rs_id=created.id))
+    # The set's URL is this collection's (the request's own path) and its id (URL-safe), as
+    # url_for would build it, without building it through the URL map.
+    location = runtime().config.url(f"{request.script_root}{request.path}/{created.id}")
     return json_response(
         {"_id": created.id, "user_access_policy_uri": policy_uri(created.id)},
         201,
