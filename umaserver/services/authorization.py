@@ -150,9 +150,9 @@ def request_authorization(
         if server_issuer
         else frozenset()
     )
-    opened = _open_ticket(storage, unverified_ticket, now)
     # Verification (signatures, key look-ups) happens outside the write lock; nothing is recorded
-    # unless every claim object passes.
+    # unless every claim object passes. The ticket is read once, under the lock; a refusal of the
+    # claims reads it first, so that an unknown, used or expired ticket is still the error named.
     try:
         pushed = read_claim_objects(
             claim_objects,
@@ -167,16 +167,20 @@ def request_authorization(
             ),
         )
     except ClaimsUnavailable as error:
+        _open_ticket(storage, unverified_ticket, now)
         raise TemporarilyUnavailable(
             error.description, headers={"Retry-After": str(error.retry_after)}
         ) from None
     except ClaimsError as error:
-        _count_refused_request(storage, opened.digest)
+        _count_refused_request(storage, _open_ticket(storage, unverified_ticket, now).digest)
         raise InvalidRequest(error.description) from None
     party = aat.owner
 
-    with _counted_if_refused(storage, opened.digest), storage.transaction():
-        ticket = _open_ticket(storage, unverified_ticket, now)  # again, under the lock
+    with (
+        _counted_if_refused(storage, secrets_at_rest.digest(unverified_ticket)),
+        storage.transaction(),
+    ):
+        ticket = _open_ticket(storage, unverified_ticket, now)
         resource_set = storage.find_resource_set(ticket.resource_set_id)
         if resource_set is None:
             raise InvalidTicket()
