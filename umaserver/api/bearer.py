@@ -67,9 +67,7 @@ class _Protector(ResourceProtector):  # type: ignore[misc]
         if not _B64TOKEN.fullmatch(token):
             raise InvalidRequest(
                 "The Authorization header is not of the form 'Bearer <token>'.",
-                headers={
-                    "WWW-Authenticate": f'Bearer realm="{_realm()}", error="invalid_request"'
-                },
+                headers={"WWW-Authenticate": f'Bearer realm="{_realm()}", error="invalid_request"'},
             )
         return self.get_token_validator("bearer"), token
 

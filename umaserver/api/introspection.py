@@ -27,11 +27,12 @@ def _token_parameter() -> str:
         raise InvalidRequest(
             "Send the token as a form: Content-Type application/x-www-form-urlencoded."
         )
-    values = request.form.getlist("token")
+    form = request.form
+    values = form.getlist("token")
     if len(values) != 1 or not values[0]:
         raise InvalidRequest("Send exactly one 'token' parameter.")
-    for name in request.form:
-        if len(request.form.getlist(name)) > 1:
+    for name, given in form.lists():
+        if len(given) > 1:
             raise InvalidRequest(f"The parameter '{name}' is repeated.")
     return values[0]
 
