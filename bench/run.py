@@ -108,6 +108,7 @@ class Plan:
     # Server processes (gunicorn workers) on SQLite and on PostgreSQL, and the paths measured so
     process_counts: tuple[int, ...]
     process_paths: tuple[str, ...]
+    growth_paths: tuple[str, ...] = GROWTH_PATHS
 
     @staticmethod
     def make(quick: bool, duration: int | None, warmup: int | None) -> Plan:
@@ -124,6 +125,7 @@ class Plan:
                 gunicorn_workers=2,
                 process_counts=(2,),
                 process_paths=("resource set read",),
+                growth_paths=("resource set read", "authorization (granted)"),
             )
         return Plan(
             quick=False,
@@ -894,7 +896,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         gunicorn_side(runner, uma, port, one_rule)
         peer_side(runner)
         processes(runner, uma, folder, one_rule)
-        growth(runner, uma, one_rule)
+        growth(runner, uma, config, port, one_rule)
         config_text = config.read_text(encoding="utf-8")
         uma.store.close()
     about["elapsed"] = f"{time.monotonic() - started:.0f} s"
@@ -1010,18 +1012,26 @@ def processes(runner: Runner, uma: Uma, folder: Path, rules: str) -> None:
         stop_cluster(cluster, postgres)
 
 
-def growth(runner: Runner, uma: Uma, one_rule: str) -> None:
+def growth(runner: Runner, uma: Uma, config: Path, port: int, one_rule: str) -> None:
+    """The growth paths at each size and rule count. The section measures its own baseline first
+    (the bare route, and the paths at the smallest size): compared with the main table's, taken
+    minutes earlier, a shared machine's drift would show as growth."""
     plan = runner.plan
 
     def measure_growth(sets: int, rules: str) -> None:
         with serving(uma.waitress()) as server:
             uma.prepare_flow()
             for spec in uma.specs():
-                if spec.name in GROWTH_PATHS:
+                if spec.name in plan.growth_paths:
                     runner.measure(
                         server, uma.url, spec, 8, section="growth", sets=sets, rules=rules
                     )
 
+    with serving(bare_waitress(config, port)) as bare:
+        runner.measure(
+            bare, f"http://127.0.0.1:{port}", BARE, 8, section="growth", sets=0, rules="-"
+        )
+    measure_growth(plan.sizes[0], one_rule)
     for size in plan.sizes[1:]:
         uma.grow(size)
         measure_growth(size, one_rule)
