@@ -46,11 +46,20 @@ def configure_logging() -> None:
     Decisions, rule-file reloads and key fetches are logged at INFO (never a token or a claim
     value). A host that has configured logging already keeps its own set-up.
     """
+    configured_here = not logging.getLogger().handlers
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if configured_here:
+        # The format above names no thread, process or source line: a record need not look them
+        # up (the "Optimization" settings of the logging documentation). A token and a decision
+        # each log a line; a host's own set-up, which may show them, is left as it is.
+        logging.logThreads = False
+        logging.logProcesses = False
+        logging.logMultiprocessing = False
+        logging._srcfile = None
     # psycopg's pool says at INFO every time it lends or takes back a connection: twice a request.
     logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
 
