@@ -115,7 +115,7 @@ class Plan:
         if quick:
             return Plan(
                 quick=True,
-                duration=duration or 2,
+                duration=duration or 1,
                 warmup=warmup or 1,
                 concurrencies=(8,),
                 gunicorn_paths=("configuration document", "resource set read"),
@@ -868,7 +868,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="a small subset, in under 2 minutes (also QUICK=1)",
     )
     parser.add_argument(
-        "--duration", type=int, help="seconds of each measured run (default 5; quick 2)"
+        "--duration", type=int, help="seconds of each measured run (default 5; quick 1)"
     )
     parser.add_argument("--warmup", type=int, help="seconds of warm-up before each (default 1)")
     parser.add_argument(
