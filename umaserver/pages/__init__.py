@@ -24,7 +24,7 @@ for people.
 
 from __future__ import annotations
 
-from flask import Blueprint, Flask, Response, current_app, request
+from flask import Blueprint, Flask, Response
 
 from .. import error_responses
 from . import csrf, sessions
@@ -56,11 +56,8 @@ def init_app(app: Flask) -> None:
 
 
 def _page_answer(response: Response) -> Response:
-    """Page headers on a page's answer; the cookies a page queued. An API answer (a route of
-    another blueprint) has neither, and is let through first: it is almost every request."""
-    blueprint = request.blueprint
-    if blueprint is not None and blueprint not in current_app.extensions[PAGE_BLUEPRINTS]:
+    """Page headers and the cookies a page queued, on a page's answer; any other answer (an
+    API's: almost every request) is let through as it is."""
+    if not is_page_request():
         return response
-    if is_page_request():
-        secure(response)
-    return sessions.write_cookies(response)
+    return sessions.write_cookies(secure(response))

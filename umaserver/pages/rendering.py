@@ -60,8 +60,9 @@ def is_page_request() -> bool:
     """Whether this request is for a page (a route of a page blueprint, whatever its method), so
     that its errors are HTML; everything else (and unknown paths) keeps the JSON API's errors."""
     names: set[str] = current_app.extensions.get(PAGE_BLUEPRINTS, set())
-    if request.blueprint is not None:
-        return request.blueprint in names
+    blueprint = request.blueprint
+    if blueprint is not None:
+        return blueprint in names
     adapter = current_app.create_url_adapter(request)
     if adapter is None:
         return False

@@ -3,6 +3,7 @@ asks of this server. Every operation is scoped to the PAT's owner and resource s
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -18,10 +19,8 @@ def create_resource_set(
 ) -> ResourceSet:
     # "_id is an opaque random string, never a counter."
     resource_set = ResourceSet(secrets_at_rest.new_id(), pat.owner, pat.client_id, description)
-    if not resource_set_uris(description):
-        storage.add_resource_set(resource_set, now)  # one statement, its own transaction
-        return resource_set
-    with storage.transaction():
+    # Without URIs to queue it is one statement, which needs no transaction of its own.
+    with storage.transaction() if resource_set_uris(description) else nullcontext():
         storage.add_resource_set(resource_set, now)
         # Its scope descriptions and icon are fetched in the background, never here.
         queue_resource_set(storage, description, now)
