@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 from umaserver import create_app
-from umaserver.serving import configure_logging
+from umaserver.serving import configure_logging, freeze_startup_objects
 
 configure_logging()
 app = create_app()
+freeze_startup_objects()

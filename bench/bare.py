@@ -34,7 +34,7 @@ def bare() -> Response:
 
 def main() -> None:
     from umaserver.config import load_config
-    from umaserver.serving import make_server
+    from umaserver.serving import freeze_startup_objects, make_server
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--config", type=Path, required=True)
@@ -45,6 +45,7 @@ def main() -> None:
     server = make_server(app, config.limits.max_body_bytes, settings)
     print(json.dumps({"listening": f"http://{server.effective_host}:{server.effective_port}"}))
     sys.stdout.flush()
+    freeze_startup_objects()  # as `python -m umaserver serve` does
     server.run()
 
 

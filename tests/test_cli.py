@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +23,7 @@ from umaserver.storage.records import User
 
 from .conftest import (
     CLI,
+    ROOT,
     Store,
     dump_database,
     open_store,
@@ -382,6 +387,42 @@ def test_serve_on_a_port_in_use_says_so_in_a_sentence(
         result = cli("serve", "--host", "127.0.0.1", "--port", str(port))
     assert result.exit_code == 1
     assert result.stderr.strip() == f"Cannot listen on 127.0.0.1:{port}: Address already in use."
+
+
+def test_serve_sets_its_startup_objects_aside_from_garbage_collection_before_it_serves(
+    cli: CLI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app, the modules and the rule file live as long as the process: a full collection
+    must not walk them again and again while requests wait (serving.freeze_startup_objects)."""
+    monkeypatch.setattr(logging.root, "handlers", list(logging.root.handlers))
+    monkeypatch.setattr(logging.root, "level", logging.root.level)
+    frozen_when_served: list[int] = []
+
+    class Server:
+        effective_host, effective_port = "127.0.0.1", 1
+
+        def run(self) -> None:
+            frozen_when_served.append(gc.get_freeze_count())
+            gc.unfreeze()  # this is pytest's process: give its objects back to the collector
+
+    monkeypatch.setattr("umaserver.serving.make_server", lambda *args: Server())
+    assert gc.get_freeze_count() == 0
+    result = cli("serve")
+    assert result.exit_code == 0, result.stderr
+    assert frozen_when_served and frozen_when_served[0] > 10_000
+
+
+def test_the_wsgi_module_sets_its_startup_objects_aside_too(config_path: Path) -> None:
+    """`app.py`, which gunicorn and waitress-serve import, does what `serve` does."""
+    shown = subprocess.run(
+        [sys.executable, "-c", "import gc, app; print(gc.get_freeze_count())"],
+        cwd=ROOT,
+        env={**os.environ, "UMASERVER_CONFIG": str(config_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert int(shown.stdout.split()[-1]) > 10_000
 
 
 # -- user names and clients' own names are apart -----------------------------------------------

@@ -20,6 +20,7 @@ connection closed (RFC 9112 6.1): the two framings could smuggle a second reques
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import sys
@@ -62,6 +63,17 @@ def configure_logging() -> None:
         logging._srcfile = None
     # psycopg's pool says at INFO every time it lends or takes back a connection: twice a request.
     logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
+
+
+def freeze_startup_objects() -> None:
+    """Called once a serving process has built its app, before it serves: the objects made so
+    far (modules, the app, the parsed rule file) live as long as the process, and a full garbage
+    collection would walk every one of them again, stopping every request while it does (44 ms
+    with 10^4 rules: 165,000 objects). `gc.freeze` sets them aside; what requests make is
+    collected as before, and freed objects, frozen or not, are freed as usual by reference
+    counting. Never in tests, which build many apps in one process."""
+    gc.collect()
+    gc.freeze()
 
 
 class JSONErrorTask(ErrorTask):  # type: ignore[misc]

@@ -134,7 +134,7 @@ def init(ctx: click.Context) -> None:
 @click.pass_context
 def serve(ctx: click.Context, host: str | None, port: int | None, threads: int | None) -> None:
     """Initialise the database and serve with waitress."""
-    from ..serving import configure_logging, make_server
+    from ..serving import configure_logging, freeze_startup_objects, make_server
 
     configure_logging()
     config = _config(ctx)
@@ -171,6 +171,7 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
         ),
     )
     sys.stdout.flush()
+    freeze_startup_objects()
     server.run()
 
 
