@@ -127,6 +127,68 @@ def test_postgresql_migrations_follow_sqlites_sequence() -> None:
     assert current_version() >= FIRST_VERSION
 
 
+V8_SCHEMA = Path(__file__).resolve().parent / "fixtures" / "postgresql_schema_v8.sql"
+
+
+def schema_of(url: str) -> dict[str, list[tuple[object, ...]]]:
+    """What the schema means: columns (type, nullability, default, collation), constraints and
+    indexes as PostgreSQL states them."""
+    return {
+        "columns": run(
+            url,
+            "SELECT table_name, column_name, data_type, is_nullable, column_default,"
+            " collation_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() ORDER BY 1, 2",
+        ),
+        "constraints": run(
+            url,
+            "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid)"
+            " FROM pg_constraint WHERE connamespace = current_schema()::regnamespace"
+            " ORDER BY 1, 2",
+        ),
+        "indexes": run(
+            url,
+            "SELECT tablename, indexname, indexdef FROM pg_indexes"
+            " WHERE schemaname = current_schema() ORDER BY 1, 2",
+        ),
+    }
+
+
+def test_a_version_8_database_is_upgraded_to_the_schema_of_a_new_one_with_its_rows(
+    empty: str, postgres_cluster: PostgresCluster
+) -> None:
+    with psycopg.connect(empty, autocommit=True) as conn:
+        conn.execute(V8_SCHEMA.read_text(encoding="utf-8").encode("utf-8"))
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (%s, %s)",
+                [(version, NOW - 3600) for version in range(1, FIRST_VERSION + 1)],
+            )
+        conn.execute(
+            "INSERT INTO clients (client_id, secret_digest, name, created_at)"
+            " VALUES ('rs', 'x', 'RS', 1)"
+        )
+        conn.execute("INSERT INTO users (sub, username, created_at) VALUES ('s-alice', 'alice', 1)")
+        conn.execute(
+            "INSERT INTO access_tokens (digest, client_id, user_sub, scope, issued_at,"
+            " expires_at, family) VALUES ('d1', 'rs', NULL, 'uma_protection', 1, 2, NULL),"
+            " ('d2', 'rs', 's-alice', 'uma_authorization', 1, 2, 'f1')"
+        )
+    tokens = "SELECT digest, user_sub, family FROM access_tokens ORDER BY 1"
+    before = run(empty, tokens)
+
+    assert prepare_database(empty, NOW) == (FIRST_VERSION, current_version())
+
+    assert run(empty, tokens) == before
+    assert versions(empty) == list(range(1, current_version() + 1))
+    fresh = postgres_cluster.empty_database()
+    try:
+        prepare_database(fresh, NOW)
+        assert schema_of(empty) == schema_of(fresh)
+    finally:
+        postgres_cluster.drop(fresh)
+
+
 RACER = """
 import sys
 from umaserver.storage import prepare_database

@@ -35,7 +35,9 @@ CREATE TABLE IF NOT EXISTS access_tokens (
     revoked    INTEGER NOT NULL DEFAULT 0,
     family     TEXT                                -- the code grant it came from, with its refreshes
 );
-CREATE INDEX IF NOT EXISTS access_tokens_by_family ON access_tokens (family);
+-- Only a code grant's tokens have a family and a user: a client_credentials token is in neither index.
+CREATE INDEX IF NOT EXISTS access_tokens_by_family ON access_tokens (family) WHERE family IS NOT NULL;
+CREATE INDEX IF NOT EXISTS access_tokens_by_user ON access_tokens (user_sub) WHERE user_sub IS NOT NULL;
 CREATE INDEX IF NOT EXISTS access_tokens_by_expiry ON access_tokens (expires_at);
 
 -- owner: the user's sub, or 'client:<client_id>' for a client acting for itself.

@@ -44,10 +44,11 @@ CREATE TABLE access_tokens (
     revoked    BOOLEAN NOT NULL DEFAULT FALSE,
     family     TEXT COLLATE "C"
 );
-CREATE INDEX access_tokens_by_family ON access_tokens (family);
+-- Only a code grant's tokens have a family, only a user's have a user: the others are not indexed.
+CREATE INDEX access_tokens_by_family ON access_tokens (family) WHERE family IS NOT NULL;
 CREATE INDEX access_tokens_by_expiry ON access_tokens (expires_at);
 CREATE INDEX access_tokens_by_client ON access_tokens (client_id);
-CREATE INDEX access_tokens_by_user ON access_tokens (user_sub);
+CREATE INDEX access_tokens_by_user ON access_tokens (user_sub) WHERE user_sub IS NOT NULL;
 
 CREATE TABLE resource_sets (
     id          TEXT COLLATE "C" PRIMARY KEY,
