@@ -345,6 +345,7 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
             )
     if chart:
         lines += ["", f"![throughput against database size]({chart})"]
+    lines += _listing(results)
     failed = [r for r in results if r.failure]
     lines += [
         "",
@@ -371,6 +372,76 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
         "",
     ]
     (out / "latest.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+def _listing(results: Sequence[Result]) -> list[str]:
+    """The list runs of the growth section: the time of a list request against the sets its answer
+    holds, with the least-squares line through them, and the same owner's list at two database
+    sizes side by side."""
+    rows = sorted(
+        (r for r in results if r.section == "list" and r.failure is None and r.rps and r.listed),
+        key=lambda r: (r.listed or 0, r.sets),
+    )
+    if not rows:
+        return []
+    # The server's one core is busy at concurrency 8: a request's cost is 1 / throughput.
+    points = [(float(r.listed or 0), 1e6 / r.rps) for r in rows]
+    slope, intercept = _line(points)
+    lines = [
+        "",
+        "## Listing: linear in the owner's own sets only (waitress, concurrency 8)",
+        "",
+        "The resource set list of alice and of another owner (at the same resource server) at "
+        "each size of the growth runs, 1 rule. Cost: the server's time per request, 1 / "
+        "throughput (its one core is busy at concurrency 8). Fit: the least-squares line "
+        f"through every row, {intercept:,.0f} us + {slope:.2f} us per listed set; vs fit is the "
+        "cost over the line's.",
+        "",
+        _row(
+            ["sets in the database", "list of", "sets listed", "req/s", "cost us", "vs fit", "p99"]
+        ),
+        _row(["---:", "---", "---:", "---:", "---:", "---:", "---:"]),
+    ]
+    for r, (listed, cost) in zip(rows, points, strict=True):
+        fitted = intercept + slope * listed
+        lines.append(
+            _row(
+                [
+                    f"{r.sets:,}",
+                    r.path.removeprefix("resource set list (").removesuffix(")"),
+                    f"{r.listed:,}",
+                    _rps(r),
+                    f"{cost:,.0f}",
+                    f"{cost / fitted:.2f}" if fitted > 0 else "",
+                    _ms(r.p99_ms),
+                ]
+            )
+        )
+    same: dict[tuple[str, int | None], list[Result]] = {}
+    for r in rows:
+        same.setdefault((r.path, r.listed), []).append(r)
+    for (path, count), found in sorted(same.items(), key=lambda item: str(item[0])):
+        if len(found) > 1:
+            small, large = min(found, key=lambda r: r.sets), max(found, key=lambda r: r.sets)
+            lines += [
+                "",
+                f"The same {count:,} sets listed ({path}) with {small.sets:,} and with "
+                f"{large.sets:,} sets in the database: {large.rps / small.rps:.2f}x the "
+                "throughput.",
+            ]
+    return lines
+
+
+def _line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Slope and intercept of the least-squares line through `points`."""
+    count = len(points)
+    mean_x = sum(x for x, _ in points) / count
+    mean_y = sum(y for _, y in points) / count
+    spread = sum((x - mean_x) ** 2 for x, _ in points)
+    if spread == 0:
+        return 0.0, mean_y
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in points) / spread
+    return slope, mean_y - slope * mean_x
 
 
 def _chart(path: Path, results: Sequence[Result]) -> str | None:

@@ -16,6 +16,9 @@ The server (and the peer) run pinned to one core, wrk to another, where the mach
    asked about, holds a tenth, at most 10^4), seeded through the storage contract; then at the
    largest size 100 and 10^4 rules for alice (file rules with selectors, 10 of them covering the
    set asked about), and 10^4 with 100 covering it.
+5. Listing at each size of the growth runs: the resource set list of alice and of another owner,
+   whose own sets differ from the database's size (is its cost linear in the owner's own sets
+   only?).
 
 Writes bench/results/latest.md (tables, machine, versions, config, commit), latest.json and
 throughput.png (throughput against database size). QUICK=1 (or --quick) runs a small subset.
@@ -82,6 +85,9 @@ POSTGRESQL = {
 }
 
 # Paths, in the order of the tables; GROWTH_PATHS are measured at every database size and rule count.
+# The owner listed beside alice in the listing runs: one of the others (seed.owner_subs), holding
+# about (sets - alice's) / 999 of them.
+LIST_OTHER = "owner0001"
 GROWTH_PATHS = (
     "resource set read",
     "introspection (RPT)",
@@ -355,6 +361,7 @@ class Result:
     rss_mb: float
     failure: str | None
     fraction: float | None = None
+    listed: int | None = None  # the list path: how many sets its answer holds
 
 
 class Runner:
@@ -527,6 +534,7 @@ class Uma:
         self.seeded = 0
         self.rpt = ""
         self.update_pool: list[str] = []
+        self.other_pat: str | None = None  # LIST_OTHER's PAT, made when first listed
         self.paths: dict[str, str] = {}
 
     def grow(self, total: int) -> None:
@@ -583,6 +591,31 @@ class Uma:
         assert reply.status == 201, reply.text
         if not self.update_pool:
             self.update_pool = seed.writer_sets(self.store, self.parties, 1000, "u")
+
+    def list_specs(self) -> list[tuple[Spec, int]]:
+        """The resource set list of alice and of LIST_OTHER (another owner at the same resource
+        server, holding her share of the other sets), each with how many sets its answer holds."""
+        parties = self.parties
+        other = self.store.get_user_by_username(LIST_OTHER)
+        assert other is not None, f"{LIST_OTHER} is made by seed.grow"
+        if self.other_pat is None:
+            self.other_pat = seed.pat_for(self.store, parties, other.sub)
+        sets = self.paths["resource_set_registration_endpoint"] + "/resource_set"
+        found = []
+        for owner, sub, token in (
+            ("alice", parties.alice, parties.pat),
+            (LIST_OTHER, other.sub, self.other_pat),
+        ):
+            spec = Spec(
+                f"resource set list ({owner})",
+                "GET",
+                sets,
+                200,
+                {"Authorization": f"Bearer {token}"},
+                body_match=r"^%[",
+            )
+            found.append((spec, len(self.store.list_resource_sets(sub, parties.rs_client))))
+        return found
 
     def specs(self) -> list[Spec]:
         parties = self.parties
@@ -1026,6 +1059,12 @@ def growth(runner: Runner, uma: Uma, config: Path, port: int, one_rule: str) -> 
                     runner.measure(
                         server, uma.url, spec, 8, section="growth", sets=sets, rules=rules
                     )
+            if rules == one_rule:
+                for spec, listed in uma.list_specs():
+                    result = runner.measure(
+                        server, uma.url, spec, 8, section="list", sets=sets, rules=rules
+                    )
+                    result.listed = listed
 
     with serving(bare_waitress(config, port)) as bare:
         runner.measure(

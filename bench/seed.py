@@ -160,6 +160,11 @@ def grow(store: Storage, parties: Parties, have: int, total: int) -> int:
             return added
 
 
+def pat_for(store: Storage, parties: Parties, sub: str) -> str:
+    """A PAT at the resource server for the owner `sub`."""
+    return _token(store, parties.rs_client, sub, "uma_protection")
+
+
 def alice_sets(store: Storage, parties: Parties) -> list[str]:
     return store.list_resource_sets(parties.alice, parties.rs_client)
 
