@@ -22,6 +22,7 @@ from umaserver.cli import main as cli_main
 from umaserver.storage import SchemaError, open_storage, prepare_database
 from umaserver.storage.migrations import _apply, current_version, migrations, schema_version
 from umaserver.storage.sqlite import oauth as sqlite_oauth
+from umaserver.storage.sqlite import resources as sqlite_resources
 
 V1_SCHEMA = Path(__file__).resolve().parent / "fixtures" / "schema_v1.sql"
 V1_TABLES = (
@@ -390,24 +391,34 @@ def test_a_migrated_database_has_the_schema_of_a_new_one(v1_db: Path, tmp_path: 
     columns = {column[1]: column for column in new["gathered_claims"]["columns"]}
     assert "subject" in columns and columns["subject"][3] == 0  # nullable
     assert columns["issuer"][5] == 5  # the fifth column of the primary key
-    # ... and what version 9 changed: tokens without a family or a user are in neither index.
+    # ... and what version 9 changed: tokens without a family or a user are in neither index, and
+    # the index of an owner's sets holds their ids.
     indexes = new["access_tokens"]["indexes"]
     assert indexes["access_tokens_by_family"][2] == indexes["access_tokens_by_user"][2] == 1
+    by_owner = new["resource_sets"]["indexes"]["resource_sets_by_owner"][3]
+    assert [column[2] for column in by_owner if column[5]] == [
+        "owner",
+        "client_id",
+        "created_at",
+        "id",
+    ]
 
 
 @pytest.mark.parametrize(
-    ("statement", "index"),
+    ("statement", "use"),
     [
-        (sqlite_oauth._FAMILY_ACCESS_TOKENS, "access_tokens_by_family"),
-        (sqlite_oauth._GRANT_ACCESS_TOKENS, "access_tokens_by_user"),
-        ("DELETE FROM access_tokens WHERE user_sub = ?", "access_tokens_by_user"),
+        (sqlite_oauth._FAMILY_ACCESS_TOKENS, "USING INDEX access_tokens_by_family"),
+        (sqlite_oauth._GRANT_ACCESS_TOKENS, "USING INDEX access_tokens_by_user"),
+        ("DELETE FROM access_tokens WHERE user_sub = ?", "USING INDEX access_tokens_by_user"),
+        (sqlite_resources.LIST_RESOURCE_SETS, "USING COVERING INDEX resource_sets_by_owner"),
     ],
 )
-def test_a_family_or_a_users_tokens_are_found_by_their_partial_index(
-    tmp_path: Path, statement: str, index: str
+def test_lookups_that_grow_with_the_database_use_their_index(
+    tmp_path: Path, statement: str, use: str
 ) -> None:
     """An index of only the rows with a family (or a user) serves a lookup only when SQLite can
-    tell the lookup never wants NULL: these must not read every token."""
+    tell the lookup never wants NULL: these must not read every token. A list of an owner's sets
+    reads the index alone."""
     prepare_database(tmp_path / "uma.db", NOW)
     conn = read(tmp_path / "uma.db")
     try:
@@ -417,7 +428,7 @@ def test_a_family_or_a_users_tokens_are_found_by_their_partial_index(
         )
     finally:
         conn.close()
-    assert f"USING INDEX {index} " in plan, plan
+    assert f"{use} " in plan, plan
 
 
 def test_claims_gathered_before_version_3_are_kept_without_a_subject(v1_db: Path) -> None:
