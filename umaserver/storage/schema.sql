@@ -52,8 +52,7 @@ CREATE TABLE IF NOT EXISTS resource_sets (
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL
 );
--- Holds what a list of an owner's sets at a resource server reads: the list never reads the table.
-CREATE INDEX IF NOT EXISTS resource_sets_by_owner ON resource_sets (owner, client_id, created_at, id);
+CREATE INDEX IF NOT EXISTS resource_sets_by_owner ON resource_sets (owner, client_id);
 
 -- A permission ticket: one request for access to one resource set, handed by the RS to a client.
 -- state: open (usable), granted (consumed by a grant), finished (refused or out of requests).

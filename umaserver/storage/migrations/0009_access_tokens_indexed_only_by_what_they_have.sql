@@ -6,7 +6,3 @@
 DROP INDEX access_tokens_by_family;
 CREATE INDEX access_tokens_by_family ON access_tokens (family) WHERE family IS NOT NULL;
 CREATE INDEX access_tokens_by_user ON access_tokens (user_sub) WHERE user_sub IS NOT NULL;
--- The index of an owner's sets at a resource server holds their ids in the order of creation:
--- listing them reads the index alone, not a table row per set (10^4 sets: 17 -> 6 ms).
-DROP INDEX resource_sets_by_owner;
-CREATE INDEX resource_sets_by_owner ON resource_sets (owner, client_id, created_at, id);
