@@ -392,9 +392,17 @@ def test_a_migrated_database_has_the_schema_of_a_new_one(v1_db: Path, tmp_path: 
     columns = {column[1]: column for column in new["gathered_claims"]["columns"]}
     assert "subject" in columns and columns["subject"][3] == 0  # nullable
     assert columns["issuer"][5] == 5  # the fifth column of the primary key
-    # ... and what version 9 changed: tokens without a family or a user are in neither index.
+    # ... and what version 9 changed: tokens without a family or a user are in neither index, and
+    # the index of an owner's sets holds their ids.
     indexes = new["access_tokens"]["indexes"]
     assert indexes["access_tokens_by_family"][2] == indexes["access_tokens_by_user"][2] == 1
+    by_owner = new["resource_sets"]["indexes"]["resource_sets_by_owner"][3]
+    assert [column[2] for column in by_owner if column[5]] == [
+        "owner",
+        "client_id",
+        "created_at",
+        "id",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -414,7 +422,7 @@ def test_a_migrated_database_has_the_schema_of_a_new_one(v1_db: Path, tmp_path: 
         ),
         (
             sqlite_resources.LIST_RESOURCE_SETS,
-            "SEARCH resource_sets USING INDEX resource_sets_by_owner",
+            "SEARCH resource_sets USING COVERING INDEX resource_sets_by_owner",
         ),
         (
             sqlite_tokens.PERMISSIONS_FOR,
@@ -424,14 +432,23 @@ def test_a_migrated_database_has_the_schema_of_a_new_one(v1_db: Path, tmp_path: 
             "SELECT * FROM resource_sets WHERE id = ? AND owner = ? AND client_id = ?",
             "SEARCH resource_sets USING INDEX sqlite_autoindex_resource_sets_1 (id=?)",
         ),
+        (
+            "UPDATE resource_sets SET name = ? WHERE id = ? AND owner = ? AND client_id = ?",
+            "SEARCH resource_sets USING INDEX sqlite_autoindex_resource_sets_1 (id=?)",
+        ),
+        (
+            "DELETE FROM resource_sets WHERE id = ? AND owner = ? AND client_id = ?",
+            "SEARCH resource_sets USING INDEX sqlite_autoindex_resource_sets_1 (id=?)",
+        ),
     ],
 )
 def test_lookups_that_grow_with_the_database_start_from_the_right_index(
     tmp_path: Path, statement: str, first_step: str
 ) -> None:
     """An index of only the rows with a family (or a user) serves a lookup only when SQLite can
-    tell the lookup never wants NULL: these must not read every token. An RPT's permissions are
-    found from the RPT, and a set by its id, never by reading all of its owner's sets."""
+    tell the lookup never wants NULL: these must not read every token. A list of an owner's sets
+    reads the index alone. An RPT's permissions are found from the RPT, and a set by its id, never
+    by reading all of its owner's sets (which the index of their ids could make look cheap)."""
     prepare_database(tmp_path / "uma.db", NOW)
     conn = read(tmp_path / "uma.db")
     try:

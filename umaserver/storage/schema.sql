@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS resource_sets (
     created_at  INTEGER NOT NULL,
     updated_at  INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS resource_sets_by_owner ON resource_sets (owner, client_id);
+-- With the ids in creation order: a list of an owner's sets at a server reads this index alone.
+CREATE INDEX IF NOT EXISTS resource_sets_by_owner ON resource_sets (owner, client_id, created_at, id);
 
 -- A permission ticket: one request for access to one resource set, handed by the RS to a client.
 -- state: open (usable), granted (consumed by a grant), finished (refused or out of requests).
