@@ -20,6 +20,7 @@ from umaserver.config import ConfigError, load_config
 from umaserver.storage import PostgreSQLSettings, SchemaError, open_storage
 from umaserver.storage.migrations import current_version
 from umaserver.storage.postgresql import pool
+from umaserver.storage.postgresql.migrate import FIRST_VERSION
 
 from .conftest import (
     SECRET,
@@ -149,13 +150,26 @@ def test_serving_and_commands_refuse_a_database_init_has_not_prepared(
         assert conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,)
 
 
-def test_serving_refuses_an_older_schema(tmp_path: Path, prepared: str) -> None:
+def test_serving_refuses_an_older_schema_and_init_upgrades_it(
+    tmp_path: Path, prepared: str
+) -> None:
     with psycopg.connect(prepared, autocommit=True) as conn:
         conn.execute("DELETE FROM schema_migrations WHERE version = %s", (current_version(),))
     config = write(tmp_path, config_text(prepared))
     with pytest.raises(SchemaError, match=r"older.*init"):
         create_app(load_config(config), clock=FakeClock())
-    # No PostgreSQL database was ever older than PostgreSQL's first version: init says so too.
+    # `init` upgrades it (and says from which version)...
+    code, out, _ = invoke(config, "init")
+    assert code == 0
+    found = json.loads(out)
+    assert (found["schema_version_found"], found["schema_version"]) == (
+        current_version() - 1,
+        current_version(),
+    )
+    create_app(load_config(config), clock=FakeClock())
+    # ... but no PostgreSQL database was ever older than PostgreSQL's first version: init says so.
+    with psycopg.connect(prepared, autocommit=True) as conn:
+        conn.execute("DELETE FROM schema_migrations WHERE version >= %s", (FIRST_VERSION,))
     code, _, err = invoke(config, "init")
     assert code == 1 and "older than any PostgreSQL database" in err
 
