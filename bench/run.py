@@ -594,28 +594,25 @@ class Uma:
 
     def list_specs(self) -> list[tuple[Spec, int]]:
         """The resource set list of alice and of LIST_OTHER (another owner at the same resource
-        server, holding her share of the other sets), each with how many sets its answer holds."""
+        server, holding its share of the other sets), each with how many sets its answer holds."""
         parties = self.parties
         other = self.store.get_user_by_username(LIST_OTHER)
         assert other is not None, f"{LIST_OTHER} is made by seed.grow"
         if self.other_pat is None:
             self.other_pat = seed.pat_for(self.store, parties, other.sub)
-        sets = self.paths["resource_set_registration_endpoint"] + "/resource_set"
         found = []
         for owner, sub, token in (
             ("alice", parties.alice, parties.pat),
             (LIST_OTHER, other.sub, self.other_pat),
         ):
-            spec = Spec(
-                f"resource set list ({owner})",
-                "GET",
-                sets,
-                200,
-                {"Authorization": f"Bearer {token}"},
-                body_match=r"^%[",
-            )
+            spec = self._list_spec(f"resource set list ({owner})", token)
             found.append((spec, len(self.store.list_resource_sets(sub, parties.rs_client))))
         return found
+
+    def _list_spec(self, name: str, pat: str) -> Spec:
+        """The resource set list of the owner of `pat` at the resource server."""
+        sets = self.paths["resource_set_registration_endpoint"] + "/resource_set"
+        return Spec(name, "GET", sets, 200, {"Authorization": f"Bearer {pat}"}, body_match=r"^%[")
 
     def specs(self) -> list[Spec]:
         parties = self.parties
@@ -740,7 +737,7 @@ class Uma:
                 '"_id"',
                 lambda count: self.update_pool,
             ),
-            Spec("resource set list", "GET", sets, 200, pat, body_match=r"^%["),
+            self._list_spec("resource set list", parties.pat),
             Spec(
                 "resource set delete",
                 "DELETE",

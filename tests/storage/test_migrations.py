@@ -421,11 +421,11 @@ def test_a_migrated_database_has_the_schema_of_a_new_one(v1_db: Path, tmp_path: 
             "SEARCH access_tokens USING INDEX access_tokens_by_user",
         ),
         (
-            sqlite_resources.LIST_RESOURCE_SETS,
+            sqlite_resources._LIST_RESOURCE_SETS,
             "SEARCH resource_sets USING COVERING INDEX resource_sets_by_owner",
         ),
         (
-            sqlite_tokens.PERMISSIONS_FOR,
+            sqlite_tokens._PERMISSIONS_FOR,
             "SEARCH p USING INDEX sqlite_autoindex_permissions_1 (rpt_digest=?)",
         ),
         (

@@ -15,7 +15,7 @@ from ..records import (
 from .base import Base
 
 # In the order of creation (rowid, within a second): read from resource_sets_by_owner alone.
-LIST_RESOURCE_SETS = (
+_LIST_RESOURCE_SETS = (
     "SELECT id FROM resource_sets WHERE owner = ? AND client_id = ? ORDER BY created_at, rowid"
 )
 
@@ -82,7 +82,7 @@ class Resources(Base):
         )
 
     def list_resource_sets(self, owner: str, client_id: str) -> list[str]:
-        cursor = self.conn.execute(LIST_RESOURCE_SETS, (owner, client_id))
+        cursor = self.conn.execute(_LIST_RESOURCE_SETS, (owner, client_id))
         # Plain tuples, not a sqlite3.Row per set: an owner may hold 10^4 (4.5 ms, not 6).
         cursor.row_factory = None
         return [row[0] for row in cursor]

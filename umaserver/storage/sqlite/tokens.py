@@ -17,7 +17,7 @@ from .base import Base
 # (SQLite's planner takes it as an order, https://sqlite.org/optoverview.html#manual_control_of_query_plans_using_cross_join):
 # resource_sets_by_owner holds all a join needs of the sets, which makes reading all of them look
 # cheap to the planner (introspection fell to 0.22x at 10^6 sets). test_migrations.py checks it.
-PERMISSIONS_FOR = (
+_PERMISSIONS_FOR = (
     "SELECT p.* FROM permissions AS p CROSS JOIN resource_sets AS r ON r.id = p.resource_set_id"
     " WHERE p.rpt_digest = ? AND r.owner = ? AND r.client_id = ? AND p.expires_at > ?"
     " ORDER BY p.issued_at, p.resource_set_id"
@@ -102,7 +102,7 @@ class Tokens(Base):
     def permissions_for(
         self, rpt_digest: str, owner: str, client_id: str, now: int
     ) -> list[Permission]:
-        rows = self.conn.execute(PERMISSIONS_FOR, (rpt_digest, owner, client_id, now)).fetchall()
+        rows = self.conn.execute(_PERMISSIONS_FOR, (rpt_digest, owner, client_id, now)).fetchall()
         return [stored.permission(row) for row in rows]
 
     def permissions_on(self, rs_id: str) -> list[tuple[str, Permission]]:
