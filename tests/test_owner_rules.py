@@ -1,7 +1,7 @@
-"""Owners' own rules (services/owner_rules.py): the form to a rule through the rule file's reader,
-every error on its field with the file's message; storing, versions and the log; and decisions that
-count them from the next request on, over HTTP, in a second app on the same database, and not at
-all with `[policies] owner_rules = false`."""
+"""Owners' own rules (services/owner_rules.py; the form, services/owner_rule_form.py): the form to
+a rule through the rule file's reader, every error on its field with the file's message; storing,
+versions and the log; and decisions that count them from the next request on, over HTTP, in a
+second app on the same database, and not at all with `[policies] owner_rules = false`."""
 
 from __future__ import annotations
 
@@ -22,15 +22,13 @@ from umaserver.config import Config, load_config
 from umaserver.policy.rule_file import PolicyError, parse_rule_table, parse_rules
 from umaserver.policy.rules import Rule, RuleSet
 from umaserver.services import owner_rules
+from umaserver.services.owner_rule_form import RuleFormError, form_from_rule, rule_from_form
 from umaserver.services.owner_rules import (
     OwnerRulesDisabled,
-    RuleFormError,
     add_owner_rule,
     delete_owner_rule,
     effective_rules,
-    form_from_rule,
     replace_owner_rule,
-    rule_from_form,
 )
 
 from .conftest import (

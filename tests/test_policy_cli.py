@@ -11,7 +11,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from umaserver.config import load_config
-from umaserver.services.owner_rules import add_owner_rule, rule_from_form
+from umaserver.services.owner_rule_form import rule_from_form
+from umaserver.services.owner_rules import add_owner_rule
 from umaserver.storage import describe
 
 from .conftest import CLI, Party, Store, make_client, store_owner_rule_as_is

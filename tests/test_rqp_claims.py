@@ -13,7 +13,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from umaserver import secrets_at_rest
-from umaserver.services.owner_rules import add_owner_rule, rule_from_form
+from umaserver.services.owner_rule_form import rule_from_form
+from umaserver.services.owner_rules import add_owner_rule
 
 from .conftest import (
     FakeClock,

@@ -33,7 +33,7 @@ from .. import strict_json
 from ..policy.rule_file import OPERATORS
 from ..policy.rules import ResourceSetRef, Rule
 from ..runtime import runtime
-from ..services import explain, owner_permissions, owner_rules
+from ..services import explain, owner_permissions, owner_rule_form, owner_rules
 from ..storage.per_request import storage
 from ..storage.records import ResourceSet, User
 from . import csrf, sessions
@@ -294,8 +294,8 @@ def add_rule(rs_id: str) -> BaseResponse:
     if ADD_ROW in request.form:
         return _render_set(user, resource_set, rule_form=RuleForm(fields, extra_rows=1))
     try:
-        rule = owner_rules.rule_from_form(user.username, resource_set.id, fields)
-    except owner_rules.RuleFormError as refused:
+        rule = owner_rule_form.rule_from_form(user.username, resource_set.id, fields)
+    except owner_rule_form.RuleFormError as refused:
         return _render_set(
             user, resource_set, status=400, rule_form=RuleForm(fields, refused.errors)
         )
@@ -333,7 +333,7 @@ def edit_rule_page(rs_id: str, rule_id: str) -> BaseResponse:
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
     rule = _own_rule(user, rule_id)
-    fields = owner_rules.form_from_rule(rule, resource_set.id)
+    fields = owner_rule_form.form_from_rule(rule, resource_set.id)
     return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
 
 
@@ -349,8 +349,8 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
     if ADD_ROW in request.form:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
     try:
-        rule = owner_rules.rule_from_form(user.username, resource_set.id, fields, rule_id)
-    except owner_rules.RuleFormError as refused:
+        rule = owner_rule_form.rule_from_form(user.username, resource_set.id, fields, rule_id)
+    except owner_rule_form.RuleFormError as refused:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, refused.errors), 400)
     if not owner_rules.replace_owner_rule(storage(), user.username, rule, runtime().clock.now()):
         abort(404)

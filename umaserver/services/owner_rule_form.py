@@ -1,0 +1,229 @@
+"""The owner's policy page's form for a rule of their own (`services.owner_rules` stores it).
+
+The form (`rule_from_form`), without JavaScript; field names:
+
+- `description`: optional text.
+- `coverage`: `this` (the resource set of the page; the default), `all` (every set of the owner) or
+  `type`, with `coverage_type`: the resource set type.
+- `scopes`: the scopes granted (repeated field, at least one; empty values are left out).
+- condition rows, N = 0, 1, ...: `conditions-N-claim`, `conditions-N-operator` (one of
+  `policy.rule_file.OPERATORS`), `conditions-N-value`, `conditions-N-types` and
+  `conditions-N-issuers` (space-separated; empty for any), `conditions-N-hint`. A row whose claim
+  is empty is ignored (the page always offers one empty row).
+
+How `conditions-N-value` is read, by operator: `equals`, `contains` and `one_of` take the text as
+JSON when it parses as JSON (`42`, `true`, `["a", "b"]`, `"42"` for the string), else as a string
+(`doctor`), so `one_of` needs a JSON array; text that starts like an array or object (`[`, `{`)
+must be JSON; `prefix`, `suffix` and `regex` take the text as it is;
+`exists` ignores it. Names (scopes, claims, types, issuers, the set type) and the hint and
+description are stripped of surrounding spaces; values are not.
+
+Every error lands on the field it concerns (`RuleFormError.errors`), with the message the rule
+file's reader gives for the same mistake; `""` for the form as a whole.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import strict_json
+from ..policy.rule_file import OPERATORS, PolicyError, parse_rule_table
+from ..policy.rules import Rule
+from .owner_rules import new_rule_id
+
+COVERAGES = ("this", "all", "type")
+# The place the reader's messages name for a rule of the form.
+_PLACE = "rule"
+
+
+class RuleFormError(Exception):
+    """The form cannot make a rule; `errors` maps a field name (as above) to what is wrong with
+    it, for people; `""` for the form as a whole."""
+
+    def __init__(self, errors: Mapping[str, str]) -> None:
+        super().__init__("; ".join(f"{k or 'form'}: {v}" for k, v in errors.items()))
+        self.errors = dict(errors)
+
+
+def rule_from_form(
+    owner: str, resource_set_id: str, form: Mapping[str, Sequence[str]], rule_id: str | None = None
+) -> Rule:
+    """A rule of `owner` from the form's fields (each a list of values, as
+    `request.form.to_dict(flat=False)`); a new id when `rule_id` is None. Raises RuleFormError."""
+    errors: dict[str, str] = {}
+
+    def one(name: str, strip: bool = True) -> str:
+        values = form.get(name, ())
+        if len(values) > 1:
+            errors.setdefault(name, "given more than once")
+        value = values[0] if values else ""
+        return value.strip() if strip else value
+
+    table: dict[str, Any] = {"id": rule_id or new_rule_id(), "owner": owner}
+    table["scopes"] = list(dict.fromkeys(s.strip() for s in form.get("scopes", ()) if s.strip()))
+    description = one("description")
+    if description:
+        table["description"] = description
+    coverage = one("coverage") or "this"
+    if coverage == "this":
+        table["resource_sets"] = {"ids": [resource_set_id]}
+    elif coverage == "type":
+        table["resource_sets"] = {"types": [one("coverage_type")]}
+    elif coverage != "all":
+        errors["coverage"] = f"must be one of {', '.join(COVERAGES)}"
+
+    conditions: list[dict[str, Any]] = []
+    rows: list[int] = []  # the form's row of each condition
+    for row in _condition_rows(form):
+        field = f"conditions-{row}-"
+        claim = one(field + "claim")
+        if not claim:
+            continue
+        entry: dict[str, Any] = {"claim": claim}
+        operator = one(field + "operator")
+        if operator in OPERATORS:
+            text = one(field + "value", strip=False)
+            try:
+                entry[operator] = _operand(operator, text)
+            except ValueError as error:
+                errors.setdefault(field + "value", str(error))
+                entry[operator] = text  # so that the reader does not miss the operator too
+        elif operator:
+            # What the file's reader says of a key that is no operator, without letting the
+            # name stand for one of the condition's other keys.
+            errors.setdefault(field + "operator", f"unknown operator {operator!r}")
+        for key in ("types", "issuers"):
+            names = one(field + key).split()
+            if names:
+                entry[key] = names
+        hint = one(field + "hint")
+        if hint:
+            entry["hint"] = hint
+        conditions.append(entry)
+        rows.append(row)
+    if conditions:
+        table["conditions"] = conditions
+
+    try:
+        rule = parse_rule_table(table, _PLACE)
+    except PolicyError as error:
+        for line in error.errors:
+            name, message = _field_of(line, rows)
+            errors.setdefault(name, message)
+        raise RuleFormError(errors) from None
+    if errors:
+        raise RuleFormError(errors)
+    return rule
+
+
+def form_from_rule(rule: Rule, resource_set_id: str) -> dict[str, list[str]]:
+    """The form's fields for editing `rule` (the inverse of `rule_from_form`). Raises ValueError
+    for a rule the form of this set cannot show: one that covers sets by id other than this one,
+    by name, or by several types (the form makes none such)."""
+    selector = rule.resource_sets
+    coverage_type = ""
+    if selector.everything:
+        coverage = "all"
+    elif selector.ids == {resource_set_id} and not selector.types and not selector.names:
+        coverage = "this"
+    elif len(selector.types) == 1 and not selector.ids and not selector.names:
+        coverage = "type"
+        (coverage_type,) = selector.types
+    else:
+        raise ValueError(
+            f"rule {rule.id!r} covers {selector.description}: not this set, all sets or one type"
+        )
+    form: dict[str, list[str]] = {
+        "description": [rule.description or ""],
+        "coverage": [coverage],
+        "coverage_type": [coverage_type],
+        "scopes": list(rule.scopes),
+    }
+    for row, condition in enumerate(rule.conditions):
+        field = f"conditions-{row}-"
+        form[field + "claim"] = [condition.claim]
+        form[field + "operator"] = [condition.operator]
+        form[field + "value"] = [_value_text(condition.operator, condition.operand)]
+        form[field + "types"] = [" ".join(sorted(condition.types or ()))]
+        form[field + "issuers"] = [" ".join(sorted(condition.issuers or ()))]
+        form[field + "hint"] = [condition.hint or ""]
+    return form
+
+
+_ROW_FIELD = re.compile(r"conditions-(\d{1,4})-[a-z]+")
+
+
+def _condition_rows(form: Mapping[str, Sequence[str]]) -> list[int]:
+    return sorted({int(m[1]) for name in form if (m := _ROW_FIELD.fullmatch(name))})
+
+
+def _operand(operator: str, text: str) -> Any:
+    """The value of a condition from its text; ValueError for text that starts like a JSON array
+    or object but is not JSON."""
+    if operator == "exists":
+        return True
+    if operator in ("prefix", "suffix", "regex"):
+        return text
+    try:
+        return strict_json.loads(text)
+    except ValueError as error:
+        if text.lstrip().startswith(("[", "{")):
+            raise ValueError(f"not JSON: {error}") from None
+        return text
+
+
+def _value_text(operator: str, operand: Any) -> str:
+    """The text `_operand` reads back as `operand`: a string as it is, unless it would read as
+    other JSON (`42`, `"x"`) or starts like an array or object, then quoted."""
+    if operator == "exists":
+        return ""
+    if isinstance(operand, str):
+        if operator in ("prefix", "suffix", "regex"):
+            return operand
+        try:
+            strict_json.loads(operand)
+        except ValueError:
+            if not operand.lstrip().startswith(("[", "{")):
+                return operand
+    return json.dumps(operand, ensure_ascii=False)
+
+
+# "rule.conditions[2].equals: must be ..." -> the path after the place, and the message.
+_ERROR_LINE = re.compile(rf"{_PLACE}((?:\.[a-z_]+|\[\d+\])*): (.*)", re.DOTALL)
+_CONDITION_PATH = re.compile(r"\.conditions\[(\d+)\](?:\.([a-z_]+))?")
+_CONDITION_FIELDS = {"claim": "claim", "types": "types", "issuers": "issuers", "hint": "hint"}
+
+
+def _field_of(line: str, rows: Sequence[int]) -> tuple[str, str]:
+    """The form field a message of the reader concerns, and the message without its place."""
+    found = _ERROR_LINE.fullmatch(line)
+    if found is None:
+        return "", line
+    path, message = found.groups()
+    if path == "":
+        if message == "missing 'scopes'":
+            return "scopes", message
+        return "", message
+    if path in (".scopes", ".description"):
+        return path[1:], message
+    if path == ".resource_sets.types":
+        return "coverage_type", message
+    if path.startswith(".resource_sets"):
+        return "coverage", message
+    condition = _CONDITION_PATH.fullmatch(path)
+    if condition is not None and int(condition[1]) < len(rows):
+        field = f"conditions-{rows[int(condition[1])]}-"
+        key = condition[2]
+        if key is None:
+            if message == "missing 'claim'":
+                return field + "claim", message
+            if "operator" in message:
+                return field + "operator", message
+            return "", message
+        if key in OPERATORS:
+            return field + "value", message
+        return field + _CONDITION_FIELDS.get(key, key), message
+    return "", message
