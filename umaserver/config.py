@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from .claims.oidc_issuers import DEFAULT_ALGORITHMS, DEFAULT_SCOPES, OidcIssuer
-from .claims.oidc_issuers import ENDPOINTS as OIDC_ENDPOINTS
+from .claim_issuers_config import oidc_issuer, saml_idp
+from .claims.oidc_issuers import OidcIssuer
 from .claims.saml import SamlIdp
 from .storage import Database, PostgreSQLSettings, is_postgresql
-from .toml_reader import TableReader, positive, valid_port
+from .toml_reader import TableReader, non_empty, positive, valid_port
 
 T = TypeVar("T")
 
@@ -184,10 +184,6 @@ def _secret(value: str) -> str | None:
     return None
 
 
-def _non_empty(value: str) -> str | None:
-    return None if value.strip() else "must not be empty"
-
-
 def _database(value: str) -> str | None:
     """A path, or a PostgreSQL URL that libpq can read (its password is never echoed)."""
     if not value.strip():
@@ -225,9 +221,6 @@ def _not_negative(value: int) -> str | None:
     return None if value >= 0 else "must not be negative"
 
 
-PEM_BEGIN = "-----BEGIN CERTIFICATE-----"
-
-
 def _proxies(reader: TableReader) -> tuple[str, ...]:
     proxies = reader.strings("trusted_proxies")
     for value in proxies:
@@ -238,95 +231,6 @@ def _proxies(reader: TableReader) -> tuple[str, ...]:
                 f"{reader.where}.trusted_proxies: {value!r} is not an IP address or network"
             )
     return proxies
-
-
-def _certificate(text: str, base: Path, name: str, errors: list[str]) -> str:
-    """A certificate given inline as PEM, or as the path of a PEM file."""
-    if text.lstrip().startswith(PEM_BEGIN):
-        return text
-    path = base / text
-    try:
-        pem = path.read_text(encoding="utf-8")
-    except OSError as error:
-        errors.append(f"{name}: cannot read {path}: {error.strerror}")
-        return ""
-    if PEM_BEGIN not in pem:
-        errors.append(f"{name}: {path} holds no PEM certificate")
-    return pem
-
-
-def _saml_idp(reader: TableReader, base: Path) -> SamlIdp | None:
-    entity_id = reader.take("entity_id", str, check=_non_empty)
-    certificates = reader.strings("certificates", required=True)
-    pems = tuple(
-        _certificate(text, base, f"{reader.where}.certificates[{i}]", reader.errors)
-        for i, text in enumerate(certificates)
-    )
-    attributes = reader.strings("attributes")
-    name_id_as_sub = reader.take("name_id_as_sub", bool, True)
-    recipients = reader.strings("recipients")
-    reader.finish()
-    if not entity_id or not pems or not all(pems):
-        return None
-    try:
-        return SamlIdp(entity_id, pems, attributes, name_id_as_sub, recipients)
-    except ValueError as error:
-        reader.errors.append(f"{reader.where}: {error}")
-        return None
-
-
-def _oidc_issuer(reader: TableReader, base: Path) -> OidcIssuer | None:
-    issuer = reader.take("issuer", str, check=_non_empty)
-    # A sign-in provider (with client_id): the ID tokens it sends us are addressed to client_id.
-    signs_in = "client_id" in reader.table
-    client_id = reader.take("client_id", str, "", _non_empty) or None
-    sign_in_keys = [
-        key
-        for key in ("client_secret", "scopes", "display_name", *OIDC_ENDPOINTS)
-        if key in reader.table
-    ]
-    if not signs_in and sign_in_keys:
-        reader.errors.append(
-            f"{reader.where}: {', '.join(sign_in_keys)} only apply to a sign-in provider;"
-            " give its client_id too"
-        )
-    client_secret = reader.take("client_secret", str, "", _non_empty) or None
-    if signs_in and "client_secret" not in sign_in_keys:
-        reader.errors.append(f"{reader.where}.client_secret: missing (client_id is given)")
-    scopes = reader.strings("scopes") or DEFAULT_SCOPES
-    display_name = reader.take("display_name", str, "", _non_empty)
-    endpoints = {key: reader.take(key, str, "", _non_empty) or None for key in OIDC_ENDPOINTS}
-    client_audiences = reader.string_map("client_audiences")
-    audiences = reader.strings("audiences", required=not client_audiences and client_id is None)
-    jwks_file = reader.take("jwks_file", str, "")
-    jwks_uri = reader.take("jwks_uri", str, "")
-    if bool(jwks_file) == bool(jwks_uri):
-        reader.errors.append(f"{reader.where}: give exactly one of jwks_file and jwks_uri")
-    algorithms = reader.strings("algorithms") or DEFAULT_ALGORITHMS
-    reader.finish()
-    if not issuer or bool(jwks_file) == bool(jwks_uri):
-        return None
-    if not (audiences or client_audiences or client_id):
-        return None
-    if (client_id is None and sign_in_keys) or (client_id is not None and client_secret is None):
-        return None
-    try:
-        return OidcIssuer(
-            issuer=issuer,
-            audiences=audiences,
-            client_audiences=client_audiences,
-            jwks_file=(base / jwks_file).resolve() if jwks_file else None,
-            jwks_uri=jwks_uri or None,
-            algorithms=algorithms,
-            client_id=client_id,
-            client_secret=client_secret,
-            scopes=scopes,
-            display_name=display_name,
-            **endpoints,
-        )
-    except ValueError as error:
-        reader.errors.append(f"{reader.where}: {error}")
-        return None
 
 
 def _no_repeats(table: str, values: list[str], key: str, errors: list[str]) -> None:
@@ -343,17 +247,17 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     # `policies = "FILE"`, or a table: `[policies]` with `file` and `owner_rules`.
     if isinstance(top.table.get("policies"), dict):
         section = top.section("policies")
-        policies = section.take("file", str, check=_non_empty)
+        policies = section.take("file", str, check=non_empty)
         owner_rules = section.take("owner_rules", bool, True)
         section.finish()
     else:
-        policies = top.take("policies", str, check=_non_empty)
+        policies = top.take("policies", str, check=non_empty)
         owner_rules = True
     secret_key = top.take("secret_key", str, check=_secret)
 
     section = top.section("server")
     server = ServerSettings(
-        host=section.take("host", str, ServerSettings.host, _non_empty),
+        host=section.take("host", str, ServerSettings.host, non_empty),
         port=section.take("port", int, ServerSettings.port, valid_port),
         threads=section.take("threads", int, ServerSettings.threads, positive),
         **{
@@ -469,8 +373,8 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     )
     section.finish()
     postgresql = _postgresql(top.section("postgresql"), database)
-    saml_idps = [_saml_idp(reader, base) for reader in top.tables("saml_idps")]
-    oidc_issuers = [_oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
+    saml_idps = [saml_idp(reader, base) for reader in top.tables("saml_idps")]
+    oidc_issuers = [oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
     _no_repeats("saml_idps", [idp.entity_id for idp in saml_idps if idp], "entity_id", errors)
     _no_repeats("oidc_issuers", [i.issuer for i in oidc_issuers if i], "issuer", errors)
     top.finish()

@@ -113,3 +113,7 @@ def positive(value: int) -> str | None:
 
 def valid_port(value: int) -> str | None:
     return None if 0 < value < 65536 else "must be between 1 and 65535"
+
+
+def non_empty(value: str) -> str | None:
+    return None if value.strip() else "must not be empty"
