@@ -23,9 +23,6 @@ from __future__ import annotations
 
 import hmac
 import logging
-import math
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any, NoReturn
 from urllib.parse import quote
@@ -33,8 +30,6 @@ from urllib.parse import quote
 import requests
 import urllib3
 from authlib.integrations.base_client import OAuthError
-from authlib.integrations.flask_client import FlaskOAuth2App, OAuth
-from authlib.integrations.requests_client import OAuth2Session
 from flask import Blueprint, Flask, Request, abort, current_app, redirect, request, session
 from flask.sessions import SecureCookieSession, SecureCookieSessionInterface
 from werkzeug.wrappers import Response as BaseResponse
@@ -45,16 +40,15 @@ from ..claims.model import ClaimsError, ClaimsUnavailable
 from ..claims.oidc_discovery import (
     DiscoveryError,
     ProviderEndpoints,
-    configured_endpoints,
-    discover,
 )
 from ..claims.oidc_issuers import OidcIssuer
 from ..config import Config
-from ..http_bodies import BodyError, read_body
+from ..http_bodies import BodyError
 from ..runtime import runtime
 from ..services.external_identities import ExternalIdentity, bounded, person_claims
 from ..storage.per_request import storage
 from . import sessions
+from .sign_in_providers import Providers, client_name
 
 __all__ = [
     "ExternalIdentity",
@@ -75,9 +69,6 @@ COOKIE = "umaserver_rp"
 _EXTENSION = "umaserver.external_signin"
 # Seconds a started sign-in may take at the provider (the state's life in the session).
 STATE_LIFETIME = 600
-# After a failed discovery, seconds before the next request tries again (instead of waiting on
-# an unreachable provider each time).
-DISCOVERY_RETRY = 30
 
 
 @dataclass(frozen=True)
@@ -87,100 +78,6 @@ class SignInProvider:
     index: int
     issuer: str
     display_name: str
-
-
-class _BoundedSession(OAuth2Session):  # type: ignore[misc]
-    """Authlib's requests session, every answer read whole within `default_timeout` seconds and
-    `max_bytes` bytes (a timeout alone bounds each socket read, not the body), never following
-    a redirect."""
-
-    def __init__(self, *args: Any, max_bytes: int = 65536, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.max_bytes = max_bytes
-        self.headers["Accept-Encoding"] = "identity"
-
-    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> requests.Response:
-        kwargs["stream"] = True
-        kwargs["allow_redirects"] = False
-        response: requests.Response = super().request(method, url, *args, **kwargs)
-        try:
-            content = read_body(response, self.default_timeout, self.max_bytes)
-        finally:
-            response.close()
-        response._content = content
-        response._content_consumed = True  # type: ignore[attr-defined]
-        return response
-
-
-class _ProviderApp(FlaskOAuth2App):  # type: ignore[misc]
-    client_cls = _BoundedSession
-
-    def parse_id_token(self, *args: Any, **kwargs: Any) -> None:
-        # The ID token is verified by this server's own verifier, with the keys it keeps fresh
-        # in the background (Authlib's would fetch them inside the request, unbounded).
-        return None
-
-
-class _Providers:
-    """The sign-in providers of one app, each registered with Authlib once its endpoints are
-    known (at start when given, else at first use by bounded discovery)."""
-
-    def __init__(self, app: Flask, config: Config) -> None:
-        self.oauth = OAuth(app)
-        self.config = config
-        self.issuers = [issuer for issuer in config.oidc_issuers if issuer.signs_in]
-        self.endpoints: dict[int, ProviderEndpoints] = {}
-        self.failed_at: dict[int, float] = {}
-        self.lock = threading.Lock()
-        for index, issuer in enumerate(self.issuers):
-            endpoints = configured_endpoints(issuer)
-            if endpoints is not None:
-                self._register(index, endpoints)
-
-    def _register(self, index: int, endpoints: ProviderEndpoints) -> None:
-        issuer = self.issuers[index]
-        self.oauth.register(
-            _name(index),
-            client_cls=_ProviderApp,
-            client_id=issuer.client_id,
-            client_secret=issuer.client_secret,
-            authorize_url=endpoints.authorization_endpoint,
-            access_token_url=endpoints.token_endpoint,
-            client_kwargs={
-                "scope": " ".join(issuer.scopes),
-                "code_challenge_method": "S256",
-                "token_endpoint_auth_method": "client_secret_basic",
-                "default_timeout": self.config.claims.provider_timeout,
-                "max_bytes": self.config.claims.provider_max_bytes,
-            },
-        )
-        self.endpoints[index] = endpoints
-
-    def remote(self, index: int) -> tuple[Any, ProviderEndpoints]:
-        """The Authlib app of provider `index` with its endpoints; DiscoveryError when they
-        cannot be had now."""
-        with self.lock:
-            if index in self.endpoints:
-                return self.oauth.create_client(_name(index)), self.endpoints[index]
-            if time.monotonic() - self.failed_at.get(index, -math.inf) < DISCOVERY_RETRY:
-                raise DiscoveryError("it failed a moment ago")
-        issuer = self.issuers[index]
-        claims = self.config.claims
-        try:
-            endpoints = discover(issuer, claims.provider_timeout, claims.provider_max_bytes)
-        except DiscoveryError:
-            with self.lock:
-                self.failed_at[index] = time.monotonic()
-            raise
-        with self.lock:
-            if index not in self.endpoints:
-                self._register(index, endpoints)
-                log.info("sign-in provider %r discovered", issuer.issuer)
-            return self.oauth.create_client(_name(index)), self.endpoints[index]
-
-
-def _name(index: int) -> str:
-    return f"provider{index}"
 
 
 def init_app(app: Flask, config: Config) -> None:
@@ -195,7 +92,7 @@ def init_app(app: Flask, config: Config) -> None:
         SESSION_COOKIE_PATH="/",
     )
     app.session_interface = CookieOnlyWhenSent()
-    app.extensions[_EXTENSION] = _Providers(app, config)
+    app.extensions[_EXTENSION] = Providers(app, config)
 
 
 class CookieOnlyWhenSent(SecureCookieSessionInterface):
@@ -209,8 +106,8 @@ class CookieOnlyWhenSent(SecureCookieSessionInterface):
         return super().open_session(app, request)
 
 
-def _providers() -> _Providers:
-    found: _Providers = current_app.extensions[_EXTENSION]
+def _providers() -> Providers:
+    found: Providers = current_app.extensions[_EXTENSION]
     return found
 
 
@@ -294,7 +191,7 @@ def start(index: int) -> BaseResponse:
     made = remote.create_authorization_url(redirect_uri)
     # One sign-in in flight per provider in this browser: an abandoned one's state goes, so the
     # cookie stays small however often people start over.
-    for key in [k for k in session if k.startswith(f"_state_{_name(index)}_")]:
+    for key in [k for k in session if k.startswith(f"_state_{client_name(index)}_")]:
         session.pop(key)
     remote.framework.expires_in = STATE_LIFETIME
     url = made.pop("url")  # not kept in the cookie
@@ -357,7 +254,7 @@ def _pending(unverified_state: str | None) -> tuple[int, dict[str, Any]] | None:
     for index in range(len(providers.issuers)):
         if index not in providers.endpoints:
             continue
-        remote = providers.oauth.create_client(_name(index))
+        remote = providers.oauth.create_client(client_name(index))
         data = remote.framework.get_state_data(session, unverified_state)
         if isinstance(data, dict) and isinstance(data.get("next"), str):
             return index, data
@@ -365,7 +262,7 @@ def _pending(unverified_state: str | None) -> tuple[int, dict[str, Any]] | None:
 
 
 def _clear(index: int, state: str | None) -> None:
-    remote = _providers().oauth.create_client(_name(index))
+    remote = _providers().oauth.create_client(client_name(index))
     remote.framework.clear_state_data(session, state)
 
 
