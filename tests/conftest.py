@@ -285,10 +285,12 @@ def make_user(store: Store, username: str) -> User:
 
 
 def make_initial_access_token(
-    store: Store, push_types: tuple[str, ...] = (), lifetime: int = 3600
+    store: Store, push_types: tuple[str, ...] = (), lifetime: int = 3600, now: int | None = None
 ) -> str:
-    """An initial access token for /register, as `registration-token issue` mints one."""
-    return clients.issue_initial_access_token(store, int(time.time()), push_types, lifetime)
+    """An initial access token for /register, as `registration-token issue` mints one (`now`: the
+    moment of the app's clock, when a test moves that clock past the token's expiry)."""
+    issued = int(time.time()) if now is None else now
+    return clients.issue_initial_access_token(store, issued, push_types, lifetime)
 
 
 def make_person(
