@@ -127,6 +127,28 @@ def test_postgresql_migrations_follow_sqlites_sequence() -> None:
     assert current_version() >= FIRST_VERSION
 
 
+def test_every_foreign_key_leads_an_index(empty: str) -> None:
+    """As on SQLite: deleting a client, a user or a fetched image finds what points at it by an
+    index, never by reading a whole table."""
+    prepare_database(empty, NOW)
+    missing = run(
+        empty,
+        "SELECT c.conrelid::regclass::text || '.' || a.attname FROM pg_constraint AS c"
+        " JOIN pg_attribute AS a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]"
+        " WHERE c.contype = 'f' AND c.connamespace = current_schema()::regnamespace"
+        " AND NOT EXISTS (SELECT 1 FROM pg_index AS i"
+        "   WHERE i.indrelid = c.conrelid AND i.indkey[0] = c.conkey[1])"
+        " ORDER BY 1",
+    )
+    foreign_keys = run(
+        empty,
+        "SELECT count(*) FROM pg_constraint"
+        " WHERE contype = 'f' AND connamespace = current_schema()::regnamespace",
+    )
+    assert missing == []
+    assert int(str(foreign_keys[0][0])) >= 20  # the query sees them
+
+
 V8_SCHEMA = Path(__file__).resolve().parent / "fixtures" / "postgresql_schema_v8.sql"
 
 

@@ -2,6 +2,9 @@
 -- ships inside the package (the top-level schema.sql links here); older databases are upgraded by
 -- the ordered migrations of migrations/.
 -- Secrets (client secrets, tokens, tickets) are stored only as SHA-256 digests (hex).
+-- Every column that points at a row of another table leads an index (its primary key's or one of
+-- its own): deleting that row (a client, a user, a fetched image) finds what points at it without
+-- reading a whole table while it holds the database's one write lock.
 
 CREATE TABLE IF NOT EXISTS clients (
     client_id        TEXT PRIMARY KEY,
@@ -39,6 +42,7 @@ CREATE TABLE IF NOT EXISTS access_tokens (
 CREATE INDEX IF NOT EXISTS access_tokens_by_family ON access_tokens (family) WHERE family IS NOT NULL;
 CREATE INDEX IF NOT EXISTS access_tokens_by_user ON access_tokens (user_sub) WHERE user_sub IS NOT NULL;
 CREATE INDEX IF NOT EXISTS access_tokens_by_expiry ON access_tokens (expires_at);
+CREATE INDEX IF NOT EXISTS access_tokens_by_client ON access_tokens (client_id);
 
 -- owner: the user's sub, or 'client:<client_id>' for a client acting for itself.
 -- client_id: the resource server that registered it; only that RS of that owner sees it.
@@ -54,6 +58,7 @@ CREATE TABLE IF NOT EXISTS resource_sets (
 );
 -- With the ids in creation order: a list of an owner's sets at a server reads this index alone.
 CREATE INDEX IF NOT EXISTS resource_sets_by_owner ON resource_sets (owner, client_id, created_at, id);
+CREATE INDEX IF NOT EXISTS resource_sets_by_client ON resource_sets (client_id);
 
 -- A permission ticket: one request for access to one resource set, handed by the RS to a client.
 -- state: open (usable), granted (consumed by a grant), finished (refused or out of requests).
@@ -71,6 +76,7 @@ CREATE TABLE IF NOT EXISTS tickets (
 );
 CREATE INDEX IF NOT EXISTS tickets_by_expiry ON tickets (expires_at);
 CREATE INDEX IF NOT EXISTS tickets_by_resource_set ON tickets (resource_set_id);
+CREATE INDEX IF NOT EXISTS tickets_by_client ON tickets (client_id);
 
 -- Requesting party tokens. Each belongs to the AAT it was issued under; revoking that AAT
 -- revokes them, and a new RPT for the AAT revokes its previous one. `seed` makes the token again
@@ -88,6 +94,7 @@ CREATE TABLE IF NOT EXISTS rpts (
 );
 CREATE INDEX IF NOT EXISTS rpts_by_aat ON rpts (aat_digest, revoked);
 CREATE INDEX IF NOT EXISTS rpts_by_expiry ON rpts (expires_at);
+CREATE INDEX IF NOT EXISTS rpts_by_client ON rpts (client_id);
 
 -- One permission per resource set in an RPT; a repeat grant merges scopes and renews expiry.
 CREATE TABLE IF NOT EXISTS permissions (
@@ -146,6 +153,7 @@ CREATE TABLE IF NOT EXISTS claims_handles (
 );
 CREATE INDEX IF NOT EXISTS claims_handles_by_ticket ON claims_handles (ticket_digest);
 CREATE INDEX IF NOT EXISTS claims_handles_by_expiry ON claims_handles (expires_at);
+CREATE INDEX IF NOT EXISTS claims_handles_by_client ON claims_handles (client_id);
 
 -- The migrations applied to this database (migrations/NNNN_*.sql); a database without this table
 -- has the schema of version 1.
@@ -171,6 +179,7 @@ CREATE TABLE IF NOT EXISTS signin_failures (
     failed_at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS signin_failures_by_key ON signin_failures (key, failed_at);
+CREATE INDEX IF NOT EXISTS signin_failures_by_time ON signin_failures (failed_at);
 CREATE TABLE IF NOT EXISTS authorization_codes (
     digest                TEXT PRIMARY KEY,
     client_id             TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
@@ -185,6 +194,8 @@ CREATE TABLE IF NOT EXISTS authorization_codes (
     used                  INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS authorization_codes_by_expiry ON authorization_codes (expires_at);
+CREATE INDEX IF NOT EXISTS authorization_codes_by_client ON authorization_codes (client_id);
+CREATE INDEX IF NOT EXISTS authorization_codes_by_user ON authorization_codes (user_sub);
 CREATE TABLE IF NOT EXISTS refresh_tokens (
     digest     TEXT PRIMARY KEY,
     family     TEXT NOT NULL,
@@ -198,6 +209,8 @@ CREATE TABLE IF NOT EXISTS refresh_tokens (
 );
 CREATE INDEX IF NOT EXISTS refresh_tokens_by_family ON refresh_tokens (family);
 CREATE INDEX IF NOT EXISTS refresh_tokens_by_expiry ON refresh_tokens (expires_at);
+CREATE INDEX IF NOT EXISTS refresh_tokens_by_client ON refresh_tokens (client_id);
+CREATE INDEX IF NOT EXISTS refresh_tokens_by_user ON refresh_tokens (user_sub);
 CREATE TABLE IF NOT EXISTS consents (
     user_sub   TEXT NOT NULL REFERENCES users (sub) ON DELETE CASCADE,
     client_id  TEXT NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
@@ -205,6 +218,7 @@ CREATE TABLE IF NOT EXISTS consents (
     granted_at INTEGER NOT NULL,
     PRIMARY KEY (user_sub, client_id, scope)
 );
+CREATE INDEX IF NOT EXISTS consents_by_client ON consents (client_id);
 CREATE TABLE IF NOT EXISTS initial_access_tokens (
     digest           TEXT PRIMARY KEY,
     push_claim_types TEXT NOT NULL DEFAULT '[]',
@@ -265,3 +279,4 @@ CREATE TABLE IF NOT EXISTS fetched_uris (
     UNIQUE (uri, kind)
 );
 CREATE INDEX IF NOT EXISTS fetched_uris_by_next_try ON fetched_uris (next_try_at);
+CREATE INDEX IF NOT EXISTS fetched_uris_by_image ON fetched_uris (image_id);
