@@ -38,7 +38,7 @@ from .pages import account, authorize, external_signin, policy, rqp_claims, untr
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
 from .services.database import Opener
-from .services.maintenance import EXPIRED_MEMORY, PruneJob
+from .services.maintenance import EXPIRED_MEMORY, CheckpointJob, PruneJob
 from .services.postgresql_opener import PostgreSQLOpener
 from .storage import is_postgresql, per_request
 
@@ -103,6 +103,12 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     )
     pruning.start()
     weakref.finalize(app, pruning.stop)
+    if isinstance(opener, Opener):
+        # SQLite's write-ahead log is copied into the database file on a thread of its own too,
+        # never by a request's commit.
+        checkpoints = CheckpointJob(opener.checkpoint)
+        checkpoints.start()
+        weakref.finalize(app, checkpoints.stop)
     # What registrations point at is fetched and checked on a thread of its own (issue 12): a
     # request only queues a URI and reads what was found.
     fetching = FetchJob(opener, clock, config.fetch)

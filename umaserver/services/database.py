@@ -8,6 +8,7 @@ import os
 import threading
 import weakref
 from pathlib import Path
+from typing import cast
 
 from ..clock import Clock
 from ..storage import (
@@ -18,6 +19,7 @@ from ..storage import (
     open_storage,
     prepare_database,
 )
+from ..storage.sqlite import SQLiteStorage
 from . import accounts
 
 log = logging.getLogger("umaserver")
@@ -135,6 +137,18 @@ class Opener(PreparedOnce):
         handle = open_storage(self.path)
         self._opened[handle] = now
         return handle
+
+    def checkpoint(self) -> tuple[int, int] | None:
+        """Copies the write-ahead log into the database file, through a pooled handle (see
+        `SQLiteStorage.checkpoint`): (pages in the log, pages copied). None while the database
+        is not prepared: requests prepare it, not this."""
+        if not self.ready:
+            return None
+        handle = self()
+        try:
+            return cast(SQLiteStorage, handle).checkpoint()  # an Opener opens SQLite files
+        finally:
+            self.release(handle)
 
     def release(self, handle: Storage) -> None:
         """Takes a handle back when its unit of work is over: kept for the next one while the

@@ -12,6 +12,10 @@ prune one database at once: each deletes what the others have not.
 
 `PruneJob` runs `prune` every `[maintenance] prune_interval` seconds on a thread of its own; the
 app starts it and stops it with itself. "Now" is the app's clock.
+
+`CheckpointJob` copies an SQLite database's write-ahead log into the database file every
+`CHECKPOINT_INTERVAL` seconds, on a thread of its own, so that no commit of a request does it
+(see `storage.sqlite.base.AUTOCHECKPOINT_PAGES`). PostgreSQL has its own checkpointer.
 """
 
 from __future__ import annotations
@@ -22,10 +26,14 @@ from dataclasses import dataclass
 
 from ..background import BackgroundJob
 from ..clock import Clock
-from ..storage import Storage
+from ..storage import Storage, StorageUnavailable
 
 log = logging.getLogger("umaserver.maintenance")
 
+# Seconds between two checkpoints of an SQLite database's write-ahead log. Each copies what the
+# log gained since the last (a page written again and again in between is copied once): every
+# second, that was enough pages to hold up the requests served while it copied on the same core.
+CHECKPOINT_INTERVAL = 0.25
 # Seconds an expired ticket, RPT, access token or assertion use is remembered after its expiry.
 EXPIRED_MEMORY = 24 * 3600
 BATCH = 500
@@ -142,3 +150,33 @@ class PruneJob(BackgroundJob):
                 self.run_once()
             except Exception:  # a locked or unwritable database: try again at the next interval
                 log.exception("pruning failed; trying again in %s s", self._interval)
+
+
+class CheckpointJob(BackgroundJob):
+    """Runs `checkpoint` (an SQLite `Opener`'s) every `interval` seconds on a thread of its own."""
+
+    def __init__(
+        self, checkpoint: Callable[[], object], interval: float = CHECKPOINT_INTERVAL
+    ) -> None:
+        self._checkpoint = checkpoint
+        self._interval = interval
+        self._failing = False
+        super().__init__("umaserver-checkpoint")
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self._interval):
+            try:
+                self._checkpoint()
+            except Exception as error:  # said once; a bug (not the storage) with its traceback
+                if not self._failing:
+                    log.warning(
+                        "checkpointing the database failed: %s; trying again every %s s",
+                        error,
+                        self._interval,
+                        exc_info=not isinstance(error, StorageUnavailable),
+                    )
+                self._failing = True
+            else:
+                if self._failing:
+                    log.info("checkpointing the database works again")
+                self._failing = False
