@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -114,14 +115,19 @@ def test_a_served_app_copies_the_log_on_its_own_thread(app: Flask) -> None:
         keeper.close()
 
 
-def test_the_job_runs_at_its_interval_and_stops() -> None:
-    runs: list[int] = []
-    job = CheckpointJob(lambda: runs.append(1), interval=0.02)
+def run_job(checkpoint: Callable[[], None], calls: list[int], until: int) -> None:
+    """A job of `checkpoint` at 20 ms, from its start until `calls` holds `until` calls, stopped."""
+    job = CheckpointJob(checkpoint, interval=0.02)
     job.start()
     try:
-        wait_until(lambda: len(runs) >= 3, timeout=10, message="the job did not run three times")
+        wait_until(lambda: len(calls) >= until, timeout=10, message=f"fewer than {until} runs")
     finally:
         job.stop()
+
+
+def test_the_job_runs_at_its_interval_and_stops() -> None:
+    runs: list[int] = []
+    run_job(lambda: runs.append(1), runs, 3)
     stopped_at = len(runs)
     threading.Event().wait(0.1)
     assert len(runs) == stopped_at
@@ -137,12 +143,7 @@ def test_a_failing_checkpoint_is_said_once_and_tried_again(
         if len(attempts) <= 3:
             raise sqlite3.OperationalError("disk I/O error")
 
-    job = CheckpointJob(checkpoint, interval=0.02)
-    job.start()
-    try:
-        wait_until(lambda: len(attempts) >= 5, timeout=10)
-    finally:
-        job.stop()
+    run_job(checkpoint, attempts, 5)
     assert caplog.text.count("checkpointing the database failed") == 1
     assert "checkpointing the database works again" in caplog.text
 
@@ -156,11 +157,6 @@ def test_a_storage_that_cannot_be_written_is_said_without_a_traceback(
         attempts.append(1)
         raise StorageUnavailable("database or disk is full (SQLITE_FULL)")
 
-    job = CheckpointJob(checkpoint, interval=0.02)
-    job.start()
-    try:
-        wait_until(lambda: len(attempts) >= 3, timeout=10)
-    finally:
-        job.stop()
+    run_job(checkpoint, attempts, 3)
     [record] = [r for r in caplog.records if "checkpointing the database failed" in r.message]
     assert "SQLITE_FULL" in record.getMessage() and not record.exc_info
