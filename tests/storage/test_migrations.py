@@ -463,8 +463,7 @@ def foreign_keys_without_an_index(conn: sqlite3.Connection) -> list[str]:
     """The columns that point at a row of another table but lead no index of their own table
     (nor its primary key)."""
     missing = []
-    tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-    for table in tables:
+    for table in tables_of(conn):
         leading = {
             conn.execute(f"PRAGMA index_info({index[1]})").fetchone()[2]
             for index in conn.execute(f"PRAGMA index_list({table})")
