@@ -19,7 +19,7 @@ from umaserver.services.maintenance import CheckpointJob
 from umaserver.storage import StorageUnavailable
 from umaserver.storage.per_request import opener
 from umaserver.storage.records import User
-from umaserver.storage.sqlite.base import AUTOCHECKPOINT_PAGES
+from umaserver.storage.sqlite import AUTOCHECKPOINT_PAGES
 
 from .conftest import FakeClock
 from .flows import wait_until

@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from umaserver.services.database import Opener
 from umaserver.storage import Storage
 from umaserver.storage.per_request import opener
-from umaserver.storage.sqlite.base import writer_queue
+from umaserver.storage.sqlite import writer_queue
 
 from .conftest import FakeClock
 

@@ -1,5 +1,5 @@
-"""Schema versions: a database made by the first release (version 1, the schema kept verbatim in
-fixtures/schema_v1.sql) is upgraded in place with every row kept, ends with the same schema as a
+"""Schema versions: a database made by the first release (version 1, the schema of the first step,
+umaserver/storage/migrations/0001_the_first_schema.sqlite.sql) is upgraded in place with every row kept, ends with the same schema as a
 new database, and works through the storage contract; the runner refuses what it must refuse, and
 several processes upgrading at once apply each version once."""
 
@@ -19,13 +19,13 @@ import pytest
 from click.testing import CliRunner
 
 from umaserver.cli import main as cli_main
-from umaserver.storage import SchemaError, open_storage, prepare_database
-from umaserver.storage.migrations import _apply, current_version, migrations, schema_version
-from umaserver.storage.sqlite import oauth as sqlite_oauth
-from umaserver.storage.sqlite import resources as sqlite_resources
-from umaserver.storage.sqlite import tokens as sqlite_tokens
+from umaserver.storage import SchemaError, oauth, open_storage, prepare_database, resources, tokens
+from umaserver.storage.migrations import current_version, migrations, step
+from umaserver.storage.sqlite import SQLITE
+from umaserver.storage.sqlite.migrate import _apply, schema_version
 
-V1_SCHEMA = Path(__file__).resolve().parent / "fixtures" / "schema_v1.sql"
+# The schema of the first release: its step is never edited (test_no_released_step_changes).
+V1_SCHEMA = step("sqlite", 1)
 V1_TABLES = (
     "clients",
     "users",
@@ -212,7 +212,7 @@ def make_v1_database(path: Path) -> None:
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.executescript(V1_SCHEMA.read_text(encoding="utf-8"))
+        conn.executescript(V1_SCHEMA)
         conn.execute("PRAGMA foreign_keys = ON")  # the rows must be consistent
         for table in V1_TABLES:  # in an order that inserts what is referenced first
             rows = V1_ROWS[table]
@@ -277,7 +277,7 @@ def contents(path: Path, tables: dict[str, list[str]]) -> dict[str, list[tuple[A
 def v1_columns() -> dict[str, list[str]]:
     conn = sqlite3.connect(":memory:")
     try:
-        conn.executescript(V1_SCHEMA.read_text(encoding="utf-8"))
+        conn.executescript(V1_SCHEMA)
         return {
             table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
             for table in tables_of(conn)
@@ -409,11 +409,11 @@ def test_a_migrated_database_has_the_schema_of_a_new_one(v1_db: Path, tmp_path: 
     ("statement", "first_step"),
     [
         (
-            sqlite_oauth._FAMILY_ACCESS_TOKENS,
+            oauth._REVOKE_FAMILY_ACCESS_TOKENS,
             "SEARCH access_tokens USING INDEX access_tokens_by_family",
         ),
         (
-            sqlite_oauth._GRANT_ACCESS_TOKENS,
+            oauth._REVOKE_GRANT_ACCESS_TOKENS,
             "SEARCH access_tokens USING INDEX access_tokens_by_user",
         ),
         (
@@ -421,11 +421,11 @@ def test_a_migrated_database_has_the_schema_of_a_new_one(v1_db: Path, tmp_path: 
             "SEARCH access_tokens USING INDEX access_tokens_by_user",
         ),
         (
-            sqlite_resources._LIST_RESOURCE_SETS,
+            resources._LIST_RESOURCE_SETS,
             "SEARCH resource_sets USING COVERING INDEX resource_sets_by_owner",
         ),
         (
-            sqlite_tokens._PERMISSIONS_FOR,
+            tokens._PERMISSIONS_FOR,
             "SEARCH p USING INDEX sqlite_autoindex_permissions_1 (rpt_digest=?)",
         ),
         (
@@ -453,7 +453,8 @@ def test_lookups_that_grow_with_the_database_start_from_the_right_index(
     conn = read(tmp_path / "uma.db")
     try:
         parameters = (None,) * statement.count("?")
-        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {statement}", parameters)]
+        text = SQLITE.text(statement)
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {text}", parameters)]
     finally:
         conn.close()
     assert plan[0].startswith(first_step), plan
@@ -801,7 +802,50 @@ def test_processes_upgrading_at_once_apply_each_version_once(v1_db: Path) -> Non
     assert contents(v1_db, v1_columns()) == before
 
 
-def test_the_migrations_are_numbered_from_2_without_gaps() -> None:
-    found = migrations()
-    assert [migration.version for migration in found] == list(range(2, current_version() + 1))
-    assert all(migration.name.startswith(f"{migration.version:04d}_") for migration in found)
+def test_one_history_serves_both_databases() -> None:
+    """SQLite's steps run from version 1, PostgreSQL's from 8; a version's files share its name,
+    and every version up to the current one has a step of at least one database."""
+    sqlite_steps, postgresql_steps = migrations("sqlite"), migrations("postgresql")
+    assert [found.version for found in sqlite_steps] == list(range(1, current_version() + 1))
+    assert postgresql_steps[0].version == 8
+    names = {found.version: found.name.split(".")[0] for found in sqlite_steps}
+    for found in postgresql_steps:
+        assert found.name == f"{names[found.version]}.postgresql.sql"
+    assert all(found.name.startswith(f"{found.version:04d}_") for found in sqlite_steps)
+
+
+def statements_digest(sql: str) -> str:
+    """The digest of a step's statements: its comments and blank lines aside."""
+    kept = [
+        re.sub(r"\s+--.*$", "", line).rstrip()
+        for line in sql.splitlines()
+        if line.strip() and not line.lstrip().startswith("--")
+    ]
+    return hashlib.sha256("\n".join(kept).encode("utf-8")).hexdigest()
+
+
+# Every released step's statements. Databases out there have applied them: a change of the schema
+# is a new step, never an edit of one of these (a comment may change).
+RELEASED_STEPS = {
+    "0001_the_first_schema.sqlite.sql": "8be418979d55ae1399d1b9eeb069fafea8d326ba51f4e97d8806d8c0817f859d",
+    "0002_schema_versions_and_expiry_indexes.sqlite.sql": "5aa2808365663a259038e92d74136ea1e8e3fb57714146a267dcca6d17bee9bc",
+    "0003_claims_keep_their_subject.sqlite.sql": "c7d6dfca0955ee5e5f042105e7049f2978e5ea2b6b769f4797257a7abc6c1c88",
+    "0004_people_sign_in.sqlite.sql": "4252d4bbdc036cf6a0c84e39dfe9aaf299df820c97cf0ea66d46cbddcf8cf1ed",
+    "0005_claims_handles.sqlite.sql": "88cdcf5512a4242f469c55341a2d9ec8525af21a890a3896989c069c33450270",
+    "0006_identity_links.sqlite.sql": "ceacddb8fb07986e174f2cab42f9481c06b54db98716c2f93530c2aa51a78738",
+    "0007_owner_rules.sqlite.sql": "599d51519128411c7fe718e2ae40398fcee8761ed0580d6cdc8ec28b7172823d",
+    "0008_fetched_content.sqlite.sql": "86250333e4d6c00c27baa9beff75e9c1fda123b94881df8497681f9525bcc78d",
+    "0009_access_tokens_indexed_only_by_what_they_have.sqlite.sql": "ada2b2b5cbf04cc781266ebade14b5d249c532e871c736ee5bdc765d20fa415c",
+    "0010_the_indexes_postgresql_has.sqlite.sql": "66ace49c6b84fda0b311a292a1136682e099eef6c2bf5ab06c3555738030867e",
+    "0008_fetched_content.postgresql.sql": "d6d285574296b8d2a13e31c626d0e852533e04a5df8aed523b097b08937aded8",
+    "0009_access_tokens_indexed_only_by_what_they_have.postgresql.sql": "5d70e2508d0704a563a339e0f737c8f13378051010c5b5b3fd11f63c6ccc68a8",
+}
+
+
+def test_no_released_step_changes() -> None:
+    found = {
+        step.name: statements_digest(step.sql)
+        for backend in ("sqlite", "postgresql")
+        for step in migrations(backend)
+    }
+    assert {name: found[name] for name in RELEASED_STEPS} == RELEASED_STEPS

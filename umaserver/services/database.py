@@ -14,12 +14,12 @@ from ..clock import Clock
 from ..storage import (
     Database,
     PostgreSQLSettings,
+    SQLStorage,
     Storage,
     StorageUnavailable,
     open_storage,
     prepare_database,
 )
-from ..storage.sqlite import SQLiteStorage
 from . import accounts
 
 log = logging.getLogger("umaserver")
@@ -140,13 +140,13 @@ class Opener(PreparedOnce):
 
     def checkpoint(self) -> tuple[int, int] | None:
         """Copies the write-ahead log into the database file, through a pooled handle (see
-        `SQLiteStorage.checkpoint`): (pages in the log, pages copied). None while the database
+        `SQLStorage.checkpoint`): (pages in the log, pages copied). None while the database
         is not prepared: requests prepare it, not this."""
         if not self.ready:
             return None
         handle = self()
         try:
-            return cast(SQLiteStorage, handle).checkpoint()  # an Opener opens SQLite files
+            return cast(SQLStorage, handle).checkpoint()  # open_storage's handles are SQLStorage
         finally:
             self.release(handle)
 

@@ -15,7 +15,7 @@ app starts it and stops it with itself. "Now" is the app's clock.
 
 `CheckpointJob` copies an SQLite database's write-ahead log into the database file every
 `CHECKPOINT_INTERVAL` seconds, on a thread of its own, so that no commit of a request does it
-(see `storage.sqlite.base.AUTOCHECKPOINT_PAGES`). PostgreSQL has its own checkpointer.
+(see `storage.sqlite.AUTOCHECKPOINT_PAGES`). PostgreSQL has its own checkpointer.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Storage: the contract the services use (`contract.Storage`), the records it speaks in
-(`records`), its SQLite implementation (`sqlite`) and its PostgreSQL one (`postgresql`), schema
-versions (`migrations`) and the Flask glue that gives each request one handle (`per_request`).
+(`records`), its one implementation (`store.SQLStorage`: each aggregate's statements written once,
+in the module named after it) over the dialect of SQLite (`sqlite`) or PostgreSQL (`postgresql`),
+schema versions (`migrations`) and the Flask glue that gives each request one handle
+(`per_request`).
 
 A database is a `Database`: a path (SQLite), or a `postgresql://` URL (a str). The functions here
 take either and dispatch on it.
@@ -19,13 +21,16 @@ from pathlib import Path
 from . import postgresql
 from .contract import Storage
 from .errors import StorageUnavailable
-from .migrations import SchemaError, StorageError, migrate
-from .postgresql import PostgreSQLSettings
-from .sqlite import SQLiteStorage, connect
+from .migrations import SchemaError, StorageError
+from .postgresql import POSTGRESQL, PostgreSQLSettings
+from .sqlite import SQLITE, connect
+from .sqlite.migrate import migrate
+from .store import SQLStorage
 
 __all__ = [
     "Database",
     "PostgreSQLSettings",
+    "SQLStorage",
     "SchemaError",
     "Storage",
     "StorageError",
@@ -90,8 +95,12 @@ def check_database(url: str, settings: PostgreSQLSettings | None = None) -> int:
 def open_storage(database: Database, settings: PostgreSQLSettings | None = None) -> Storage:
     """A new handle (one connection) on a prepared database."""
     if is_postgresql(database):
-        return postgresql.PostgreSQLStorage.open(str(database), _timeout(settings))
-    return SQLiteStorage.open(Path(database))
+        url, timeout = str(database), _timeout(settings)
+        return SQLStorage(
+            POSTGRESQL, postgresql.connect(url, timeout), lambda: postgresql.connect(url, timeout)
+        )
+    path = Path(database)
+    return SQLStorage(SQLITE, connect(path), lambda: connect(path))
 
 
 def write_problem(database: Database, settings: PostgreSQLSettings | None = None) -> str | None:

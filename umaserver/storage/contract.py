@@ -16,7 +16,7 @@ it recorded: what a transaction has read stays true until it ends (no other hand
 between; SQLite gets this from `BEGIN IMMEDIATE`, a server database needs row locks or
 serializable isolation). "Live" and "unexpired" mean `expires_at > now` everywhere.
 
-Implementations: `sqlite.SQLiteStorage` and `postgresql.PostgreSQLStorage` (whose docstring says
+The implementation: `store.SQLStorage`, over SQLite's dialect or PostgreSQL's (whose docstring says
 how it keeps these promises across processes). The suite in `tests/storage/` checks any
 implementation.
 """

@@ -1,10 +1,11 @@
-"""Records from stored rows, for both implementations: a row of SQLite (`sqlite3.Row`) and of
+"""Records from stored rows, for both databases: a row of SQLite (`sqlite3.Row`) and of
 PostgreSQL (psycopg's dict rows) is read by column name alike, and both keep lists and objects as
-JSON text. What differs between them (their SQL) stays in `sqlite` and `postgresql`."""
+JSON text (flags are SQLite's 0 and 1, PostgreSQL's booleans: read them with `bool`)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from .records import Client, Permission, ResourceSet, StoredOwnerRule, Ticket, User
@@ -12,6 +13,8 @@ from .records import Client, Permission, ResourceSet, StoredOwnerRule, Ticket, U
 
 class Row(Protocol):
     def __getitem__(self, column: str) -> Any: ...
+
+    def keys(self) -> Iterable[str]: ...
 
 
 def client(row: Row) -> Client:

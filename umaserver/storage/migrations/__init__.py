@@ -1,21 +1,33 @@
-"""Schema versions: a new database gets the whole current schema (`schema.sql`), an older one the
-ordered migrations of this folder, each in one transaction.
+"""Schema versions: one numbered history for both databases, in this folder.
 
-Versions are recorded in `schema_migrations`; a database with tables but without it has version 1,
-the schema first released (commit 2c72f37). A migration is a file `NNNN_what_it_does.sql` that takes
-the database from version NNNN - 1 to NNNN. Migrations run with foreign keys off (so that a SQLite
-table rebuild, which drops and renames tables, keeps the rows that point at it) and
-`PRAGMA foreign_key_check` must find nothing before the version is committed.
+A step is a file `NNNN_what_it_does.<database>.sql` that takes a database from version NNNN - 1 to
+NNNN: `0009_x.sqlite.sql` beside `0009_x.postgresql.sql`, so that version 9 is one change on
+both. A version one database does not need has only the other's file; that database records the
+version all the same. SQLite's history starts at version 1, the schema first released (commit
+2c72f37); PostgreSQL's at version 8 (`FIRST_VERSION`), the whole schema as it was when that
+backend came.
+
+A new database gets every step of its own from its first, in one transaction, and records every
+version; an older one gets the steps after its version, each in one transaction of its own (the
+runners: `sqlite.migrate`, `postgresql.migrate`). A step, once released, is never edited: databases
+out there have applied it (`tests/storage/test_migrations.py` holds each one's digest).
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass
+from functools import cache
 from importlib import resources
+from typing import Literal
 
-_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
+Backend = Literal["sqlite", "postgresql"]
+
+# The version each database's history starts at (its first step is the whole schema then).
+FIRST_VERSION: dict[Backend, int] = {"sqlite": 1, "postgresql": 8}
+
+_NAMES: dict[Backend, str] = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+_FILE = re.compile(r"(\d{4})_([a-z0-9_]+)\.(sqlite|postgresql)\.sql")
 
 
 class StorageError(Exception):
@@ -29,121 +41,82 @@ class SchemaError(StorageError):
 @dataclass(frozen=True)
 class Migration:
     version: int
-    name: str
+    name: str  # the file's name
     sql: str
 
 
-def migrations() -> list[Migration]:
-    found = []
+@cache
+def _files() -> dict[Backend, dict[int, Migration]]:
+    found: dict[Backend, dict[int, Migration]] = {"sqlite": {}, "postgresql": {}}
+    names: dict[int, str] = {}
     for entry in resources.files(__package__).iterdir():
         matched = _FILE.fullmatch(entry.name)
-        if matched:
-            found.append(Migration(int(matched[1]), entry.name, entry.read_text(encoding="utf-8")))
-    found.sort(key=lambda migration: migration.version)
-    versions = [migration.version for migration in found]
-    assert versions == list(range(2, len(found) + 2)), f"migrations out of sequence: {versions}"
+        if matched is None:
+            continue
+        version, what, backend = int(matched[1]), matched[2], matched[3]
+        # One change per version: its files share its name.
+        if names.setdefault(version, what) != what:
+            raise SchemaError(f"version {version} has two names: {what} and {names[version]}")
+        steps = found["sqlite" if backend == "sqlite" else "postgresql"]
+        steps[version] = Migration(version, entry.name, entry.read_text(encoding="utf-8"))
+    versions = sorted(names)
+    if versions != list(range(1, len(versions) + 1)):
+        raise SchemaError(f"the migrations' versions are out of sequence: {versions}")
+    for backend, first in FIRST_VERSION.items():
+        if min(found[backend], default=None) != first:
+            raise SchemaError(f"{backend}'s history must start with a step of version {first}")
     return found
 
 
 def current_version() -> int:
-    return 1 + len(migrations())
+    """The version this code's schema is at: the last step's, of either database."""
+    return max(max(steps) for steps in _files().values())
 
 
-def _schema_sql() -> str:
-    return (resources.files("umaserver.storage") / "schema.sql").read_text(encoding="utf-8")
+def migrations(backend: Backend) -> list[Migration]:
+    """`backend`'s steps in order, from its first version on (versions it needs no file for are
+    not in the list)."""
+    steps = _files()[backend]
+    return [steps[version] for version in sorted(steps)]
 
 
-def statements(script: str) -> list[str]:
-    """The statements of a script, in order (sqlite3's `executescript` would commit first)."""
-    found, pending = [], ""
-    for line in script.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            found.append(pending.strip())
-            pending = ""
-    if pending.strip() and not all(
-        part.strip().startswith("--") or not part.strip() for part in pending.splitlines()
-    ):
-        raise SchemaError(f"an unfinished statement at the end of a script: {pending.strip()!r}")
-    return found
+@dataclass(frozen=True)
+class Upgrade:
+    """One transaction of an upgrade: the statements, and the versions they bring."""
+
+    script: str
+    versions: tuple[int, ...]
+    name: str  # for messages
 
 
-def schema_version(conn: sqlite3.Connection) -> int:
-    """0 for an empty database, 1 for one without versions, else the highest version applied."""
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    if "schema_migrations" in tables:
-        row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
-        return int(row[0] or 1)
-    return 1 if tables else 0
-
-
-def migrate(conn: sqlite3.Connection, now: int) -> tuple[int, int]:
-    """Brings the database to the current version; returns (version found, version left).
-
-    Safe when several processes start at once: each step re-reads the version under the write lock.
-    Raises SchemaError for a database newer than this code, or a migration that breaks a foreign key.
-    """
+def upgrades(backend: Backend, found: int) -> list[Upgrade]:
+    """What brings a database of `backend` at version `found` (0: empty) to the current version,
+    one transaction each: every step at once for a new database, else the steps after `found`.
+    SchemaError for a database newer than this code, or older than its backend's first version
+    (no umaserver made it)."""
     target = current_version()
-    found = schema_version(conn)
+    first = FIRST_VERSION[backend]
     if found > target:
         raise SchemaError(
             f"the database has schema version {found}, newer than this umaserver's {target};"
             " run the newer umaserver, or restore a backup made before it upgraded"
         )
     if found == 0:
-        _apply(conn, _schema_sql(), range(1, target + 1), now, only_if_version=0)
-        return found, schema_version(conn)
-    for migration in migrations():
-        if migration.version > found:
-            _apply(
-                conn,
-                migration.sql,
-                (migration.version,),
-                now,
-                only_if_version=migration.version - 1,
-                name=migration.name,
-            )
-    return found, schema_version(conn)
+        script = "\n".join(step(backend, version) for version in range(first, target + 1))
+        return [Upgrade(script, tuple(range(1, target + 1)), "the new schema")]
+    if found < first:
+        raise SchemaError(
+            f"the database has schema version {found}, older than any {_NAMES[backend]} database"
+            f" of umaserver ({first}); nothing was changed"
+        )
+    return [
+        Upgrade(step(backend, version), (version,), f"version {version}")
+        for version in range(found + 1, target + 1)
+    ]
 
 
-def _apply(
-    conn: sqlite3.Connection,
-    script: str,
-    versions: range | tuple[int, ...],
-    now: int,
-    *,
-    only_if_version: int,
-    name: str = "schema.sql",
-) -> None:
-    conn.execute("PRAGMA foreign_keys = OFF")  # a no-op inside a transaction: set before BEGIN
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if schema_version(conn) != only_if_version:
-                conn.execute("ROLLBACK")  # another process got here first
-                return
-            already = conn.execute("PRAGMA foreign_key_check").fetchall()
-            if already:
-                raise SchemaError(
-                    f"the database already has {len(already)} rows pointing at nothing (first in"
-                    f" table {already[0][0]!r}), written with foreign keys off; repair them (or"
-                    f" restore a backup) before upgrading; nothing was changed"
-                )
-            for statement in statements(script):
-                conn.execute(statement)
-            broken = conn.execute("PRAGMA foreign_key_check").fetchall()
-            if broken:
-                raise SchemaError(
-                    f"{name} would leave {len(broken)} rows pointing at nothing"
-                    f" (first in table {broken[0][0]!r}); nothing was changed"
-                )
-            conn.executemany(
-                "INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)",
-                [(version, now) for version in versions],
-            )
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-    finally:
-        conn.execute("PRAGMA foreign_keys = ON")
+def step(backend: Backend, version: int) -> str:
+    """What `backend` runs to reach `version` from the one before: its file's statements, or
+    nothing when it has no file for that version."""
+    found = _files()[backend].get(version)
+    return "" if found is None else found.sql

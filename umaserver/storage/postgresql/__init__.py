@@ -1,9 +1,9 @@
-"""The PostgreSQL implementation of the storage contract: every SQL statement the server sends to
-PostgreSQL is in this package, its `schema.sql` or its `migrations/`.
+"""PostgreSQL's dialect, and what the server does with a PostgreSQL database as a whole
+(`prepare`, `check_database`, `write_problem`).
 
 Several server processes, on one machine or many, share one database: nothing here relies on a
-lock of one process. psycopg 3, one connection per handle (`PostgreSQLStorage.open`, or one lent
-by the serving app's pool, `pool.HandlePool`), autocommit between transactions.
+lock of one process. psycopg 3, one connection per handle (`connect`, or one lent by the serving
+app's pool, `pool.HandlePool`), autocommit between transactions.
 
 How the contract's promises are kept:
 
@@ -37,33 +37,29 @@ How the contract's promises are kept:
 
 A server that cannot be reached, a connection cut, a shutdown, too many connections, a full disk
 or a read-only standby raise `StorageUnavailable`; a broken connection is replaced before the
-handle's next operation. Schema versions: `migrate`.
+handle's next operation (`connection`). Schema versions: `migrate`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import psycopg
+from psycopg import pq
+from psycopg.rows import tuple_row
 
+from ..dialect import Dialect
 from ..errors import StorageUnavailable
-from .accounts import Accounts
-from .base import CONNECT_TIMEOUT, Connection, connect, unavailable
-from .evidence import Evidence
-from .fetched import FetchedUris
-from .identity_links import IdentityLinks
+from .connection import CONNECT_TIMEOUT, connect, roll_back, unavailable
 from .migrate import check_version, migrate
-from .oauth import OAuth
-from .owner_rules import OwnerRules
-from .resources import Resources
-from .sessions import Sessions
-from .tokens import Tokens
 
 __all__ = [
+    "POSTGRESQL",
     "URL_SCHEMES",
+    "PostgreSQL",
     "PostgreSQLSettings",
-    "PostgreSQLStorage",
     "check_database",
     "connect",
     "describe",
@@ -90,22 +86,38 @@ class PostgreSQLSettings:
     connect_timeout: int = CONNECT_TIMEOUT
 
 
-class PostgreSQLStorage(
-    Accounts,
-    Resources,
-    Evidence,
-    Tokens,
-    OAuth,
-    Sessions,
-    IdentityLinks,
-    OwnerRules,
-    FetchedUris,
-):
-    """The contract's operations over one PostgreSQL connection (see `contract.Storage`)."""
+class PostgreSQL(Dialect):
+    name: ClassVar[str] = "postgresql"
+    begin: ClassVar[str] = "BEGIN"
+    row_locks: ClassVar[bool] = True
+    error: ClassVar[type[Exception]] = psycopg.Error
+    tuple_rows: ClassVar[Any] = staticmethod(tuple_row)
 
-    @classmethod
-    def open(cls, url: str, connect_timeout: int = CONNECT_TIMEOUT) -> PostgreSQLStorage:
-        return cls(connect(url, connect_timeout), lambda: connect(url, connect_timeout))
+    def _translate(self, sql: str, lock: str | None) -> str:
+        text = sql.replace("%", "%%").replace("?", "%s")
+        text = _ROWID.sub("seq", _INSTR.sub("strpos(", text))
+        return text if lock is None else f"{text} FOR {lock}"
+
+    def unavailable(self, error: Exception) -> StorageUnavailable | None:
+        return unavailable(error) if isinstance(error, psycopg.Error) else None
+
+    def broken(self, conn: Any) -> bool:
+        return bool(conn.broken or conn.closed)
+
+    def in_transaction(self, conn: Any) -> bool:
+        return bool(conn.info.transaction_status != pq.TransactionStatus.IDLE)
+
+    def roll_back(self, conn: Any) -> None:
+        roll_back(conn)
+
+
+# SQLite's words that PostgreSQL says otherwise (see `dialect`): the order rows were added in
+# (SQLite's `rowid`, the `seq` column of PostgreSQL's tables that need one) and a substring's
+# position (same arguments).
+_ROWID = re.compile(r"\browid\b")
+_INSTR = re.compile(r"\binstr\(")
+
+POSTGRESQL = PostgreSQL()
 
 
 def prepare(url: str, now: int, connect_timeout: int = CONNECT_TIMEOUT) -> tuple[int, int]:
@@ -156,7 +168,3 @@ def describe(url: str) -> str:
 
 _URL_PASSWORD = re.compile(r"^(postgres(?:ql)?://[^:@/?]*):[^@/?]*@")
 _PARAMETER_PASSWORD = re.compile(r"([?&])password=[^&]*")
-
-
-# The connection type, for the pool's annotations.
-PostgreSQLConnection = Connection

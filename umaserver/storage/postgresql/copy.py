@@ -17,9 +17,10 @@ from typing import Any
 import psycopg
 
 from ..errors import StorageUnavailable
-from ..migrations import SchemaError, StorageError, current_version, schema_version
-from ..sqlite.base import connect as connect_sqlite
-from .base import CONNECT_TIMEOUT, Connection, connect, unavailable
+from ..migrations import SchemaError, StorageError, current_version
+from ..sqlite import connect as connect_sqlite
+from ..sqlite.migrate import schema_version
+from .connection import CONNECT_TIMEOUT, Connection, connect, unavailable
 from .migrate import migrate
 
 # Parents before the tables that point at them.

@@ -1,10 +1,9 @@
-"""Schema versions on PostgreSQL: one versioned sequence with SQLite's (`..migrations`).
+"""Schema versions on PostgreSQL: the steps of `..migrations` whose files are PostgreSQL's.
 
-A new database gets the whole current schema (`schema.sql`) and records every version up to the
-current one, as a new SQLite database does. PostgreSQL databases begin at `FIRST_VERSION`, the
-version of the schema when this backend came: a later version is a file of `migrations/` (one per
-version, beside SQLite's file of the same number), each applied in one transaction (PostgreSQL's
-DDL is transactional: a failed step leaves the version it found).
+PostgreSQL's history begins at `FIRST_VERSION`, the whole schema when this backend came. A new
+database gets every step from there in one transaction and records every version up to the
+current one, as a new SQLite database does; an older one gets the steps after its version, each in
+one transaction (PostgreSQL's DDL is transactional: a failed step leaves the version it found).
 
 Every step runs under a session advisory lock (`MIGRATION_LOCK`), so several processes running
 `init` at once apply each version once; `check_version` is what `serve` runs instead: it refuses a
@@ -14,34 +13,14 @@ tables but no `schema_migrations` is not umaserver's and is refused untouched.
 
 from __future__ import annotations
 
-from importlib import resources
+from ..migrations import FIRST_VERSION as FIRST_VERSIONS
+from ..migrations import SchemaError, current_version, upgrades
+from .connection import Connection
 
-from ..migrations import _FILE as MIGRATION_FILE
-from ..migrations import Migration, SchemaError, current_version
-from .base import Connection
-
-# The schema version PostgreSQL databases begin at (schema.sql's when this backend came).
-FIRST_VERSION = 8
+# The schema version PostgreSQL databases begin at (its first step: the schema when it came).
+FIRST_VERSION = FIRST_VERSIONS["postgresql"]
 # pg_advisory_lock's key for schema changes: any 64-bit number this server uses for nothing else.
 MIGRATION_LOCK = 0x756D_6173_6572_7665  # "umaserve"
-
-
-def migrations() -> list[Migration]:
-    """PostgreSQL's steps after FIRST_VERSION, in order, one for each version up to the current."""
-    found = []
-    for entry in resources.files(f"{__package__}.migrations").iterdir():
-        matched = MIGRATION_FILE.fullmatch(entry.name)
-        if matched:
-            found.append(Migration(int(matched[1]), entry.name, entry.read_text(encoding="utf-8")))
-    found.sort(key=lambda migration: migration.version)
-    versions = [migration.version for migration in found]
-    expected = list(range(FIRST_VERSION + 1, current_version() + 1))
-    assert versions == expected, f"PostgreSQL migrations {versions}, expected {expected}"
-    return found
-
-
-def schema_sql() -> str:
-    return (resources.files(__package__) / "schema.sql").read_text(encoding="utf-8")
 
 
 def schema_version(conn: Connection) -> int:
@@ -66,26 +45,11 @@ def migrate(conn: Connection, now: int) -> tuple[int, int]:
     """Brings the database to the current version under the advisory lock; returns (version
     found, version left). Raises SchemaError for a database newer than this code, or older than
     PostgreSQL's first version (which no umaserver made)."""
-    target = current_version()
     conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
     try:
         found = schema_version(conn)
-        if found > target:
-            raise SchemaError(
-                f"the database has schema version {found}, newer than this umaserver's {target};"
-                " run the newer umaserver, or restore a backup made before it upgraded"
-            )
-        if found == 0:
-            _apply(conn, schema_sql(), range(1, target + 1), now)
-        elif found < FIRST_VERSION:
-            raise SchemaError(
-                f"the database has schema version {found}, older than any PostgreSQL database of"
-                f" umaserver ({FIRST_VERSION}); nothing was changed"
-            )
-        else:
-            for migration in migrations():
-                if migration.version > found:
-                    _apply(conn, migration.sql, (migration.version,), now)
+        for upgrade in upgrades("postgresql", found):
+            _apply(conn, upgrade.script, upgrade.versions, now)
         return found, schema_version(conn)
     finally:
         if not conn.broken:
@@ -111,11 +75,12 @@ def check_version(conn: Connection) -> int:
     )
 
 
-def _apply(conn: Connection, script: str, versions: range | tuple[int, ...], now: int) -> None:
+def _apply(conn: Connection, script: str, versions: tuple[int, ...], now: int) -> None:
     """One step in one transaction: the script (several statements, no parameters: the simple
     query protocol takes them at once) and the versions it brings."""
     with conn.transaction():
-        conn.execute(script.encode("utf-8"))
+        if script.strip():
+            conn.execute(script.encode("utf-8"))
         with conn.cursor() as cursor:
             cursor.executemany(
                 "INSERT INTO schema_migrations (version, applied_at) VALUES (%s, %s)",

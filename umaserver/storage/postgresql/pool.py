@@ -21,8 +21,9 @@ from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..errors import StorageUnavailable
-from . import PostgreSQLSettings, PostgreSQLStorage
-from .base import Connection, connection_settings, unavailable
+from ..store import SQLStorage
+from . import POSTGRESQL, PostgreSQLSettings
+from .connection import Connection, connection_settings, unavailable
 
 
 class HandlePool:
@@ -35,14 +36,14 @@ class HandlePool:
         self._pool: ConnectionPool[Connection] | None = None
         self._lock = threading.Lock()
 
-    def handle(self) -> PostgreSQLStorage:
+    def handle(self) -> SQLStorage:
         pool = self._open()
 
         def give_back(conn: Connection) -> None:
             _RETURNED[conn] = time.monotonic()
             pool.putconn(conn)
 
-        return PostgreSQLStorage(_borrow(pool), lambda: _borrow(pool), give_back)
+        return SQLStorage(POSTGRESQL, _borrow(pool), lambda: _borrow(pool), give_back)
 
     def _open(self) -> ConnectionPool[Connection]:
         with self._lock:

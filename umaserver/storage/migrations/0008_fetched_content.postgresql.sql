@@ -1,12 +1,11 @@
--- umaserver's PostgreSQL schema: the whole current schema, applied as it is to a new database in
--- one transaction (under the migrations' advisory lock). It has the SQLite schema's tables and
--- columns (../schema.sql, which documents each), with PostgreSQL's types:
+-- Version 8 on PostgreSQL, where its history starts: the whole schema as it was when this backend
+-- came, applied to a new database with the later versions in one transaction. (SQLite's databases
+-- reached version 8 through 0001 to 0008 of their own.) It has SQLite's tables and columns, whose
+-- meaning the SQLite steps document, with PostgreSQL's types:
 --   * text compares as bytes (COLLATE "C"), as SQLite's does: usernames, names and ids sort and
 --     page (`resource_sets_of`) the same on both backends, whatever the database's locale;
 --   * times are BIGINT seconds, flags BOOLEAN, images BYTEA, JSON documents TEXT as written;
 --   * `seq` (an identity column) keeps the order rows were added in, where SQLite reads `rowid`.
--- PostgreSQL databases start at the version this file records; later versions come from the files
--- of migrations/ (one per version, beside the SQLite one of ../migrations/).
 -- Secrets (client secrets, tokens, tickets) are stored only as SHA-256 digests (hex).
 
 CREATE TABLE schema_migrations (
@@ -44,11 +43,10 @@ CREATE TABLE access_tokens (
     revoked    BOOLEAN NOT NULL DEFAULT FALSE,
     family     TEXT COLLATE "C"
 );
--- Only a code grant's tokens have a family, only a user's have a user: the others are not indexed.
-CREATE INDEX access_tokens_by_family ON access_tokens (family) WHERE family IS NOT NULL;
+CREATE INDEX access_tokens_by_family ON access_tokens (family);
 CREATE INDEX access_tokens_by_expiry ON access_tokens (expires_at);
 CREATE INDEX access_tokens_by_client ON access_tokens (client_id);
-CREATE INDEX access_tokens_by_user ON access_tokens (user_sub) WHERE user_sub IS NOT NULL;
+CREATE INDEX access_tokens_by_user ON access_tokens (user_sub);
 
 CREATE TABLE resource_sets (
     id          TEXT COLLATE "C" PRIMARY KEY,

@@ -1,6 +1,7 @@
 -- Version 10: SQLite gains the indexes PostgreSQL's schema had from its start, but one: PostgreSQL's
 -- (owner, name, id) of resource sets, which would cost every create and update of a set 6% here,
 -- for the policy pages of owners of thousands of sets.
+-- PostgreSQL has them all, so it has no file for this version: it records version 10 as it is.
 --
 -- Every column that points at a row of another table leads an index. Without them, deleting a
 -- client (its own DELETE at /register/<id>, or `client delete`) read eight whole tables to find

@@ -1,24 +1,28 @@
-"""Gathered claims and assertion uses in PostgreSQL."""
+"""Gathered claims and assertion uses."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
 
-from ...claims.model import Claim
-from ..records import AssertionUse
-from .base import Base
+from ..claims.model import Claim
+from .handle import Handle
+from .records import AssertionUse
 
 
-class Evidence(Base):
+class Evidence(Handle):
     """Claims gathered for tickets, and the uses of verified assertions (replay).
 
-    A ticket's claims are guarded by the ticket's row: every write of them, and every read of them
-    in a transaction, locks that row first, so the claims a decision read are the claims it
-    recorded beside (a decision locks its ticket first too)."""
+    Where rows are locked (PostgreSQL), a ticket's claims are guarded by the ticket's row: every
+    write of them, and every read of them in a transaction, locks that row first, so the claims a
+    decision read are the claims it recorded beside (a decision locks its ticket first too). What
+    a read did not find cannot be locked otherwise. SQLite's transaction holds the database."""
 
     def _lock_ticket(self, ticket_digest: str) -> None:
-        self._execute("SELECT 1 FROM tickets WHERE digest = %s FOR NO KEY UPDATE", (ticket_digest,))
+        if self._dialect.row_locks:
+            self._execute(
+                "SELECT 1 FROM tickets WHERE digest = ? FOR NO KEY UPDATE", (ticket_digest,)
+            )
 
     def record_claims(
         self, ticket_digest: str, requesting_party: str, claims: Iterable[Claim]
@@ -39,10 +43,9 @@ class Evidence(Base):
         ]
         with self.transaction():
             self._lock_ticket(ticket_digest)
-            self._execute_many(
+            self._write_many(
                 "INSERT INTO gathered_claims (ticket_digest, requesting_party, type, name, issuer,"
-                " subject, value, client_id, gathered_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                " subject, value, client_id, gathered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (ticket_digest, requesting_party, type, name, issuer) DO UPDATE"
                 " SET value = excluded.value, subject = excluded.subject,"
                 " client_id = excluded.client_id, gathered_at = excluded.gathered_at",
@@ -53,7 +56,7 @@ class Evidence(Base):
         if self._transaction_open:
             self._lock_ticket(ticket_digest)
         rows = self._all(
-            "SELECT * FROM gathered_claims WHERE ticket_digest = %s AND requesting_party = %s"
+            "SELECT * FROM gathered_claims WHERE ticket_digest = ? AND requesting_party = ?"
             " ORDER BY type, name, issuer",
             (ticket_digest, requesting_party),
         )
@@ -74,8 +77,8 @@ class Evidence(Base):
         with self.transaction():
             self._lock_ticket(ticket_digest)
             return self._write(
-                "DELETE FROM gathered_claims WHERE ticket_digest = %s AND requesting_party = %s"
-                " AND issuer = %s",
+                "DELETE FROM gathered_claims WHERE ticket_digest = ? AND requesting_party = ?"
+                " AND issuer = ?",
                 (ticket_digest, requesting_party, issuer),
             )
 
@@ -83,22 +86,24 @@ class Evidence(Base):
 
     def record_assertion_use(self, use: AssertionUse, now: int) -> list[AssertionUse]:
         with self.transaction():
-            # The uses of one assertion are taken one transaction at a time: a lock on the
-            # (issuer, ID), which holds whether or not a row exists yet, until the transaction
-            # ends. Each statement of READ COMMITTED then sees the uses committed before it.
-            self._execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                (f"seen_assertions\n{use.issuer}\n{use.assertion_id}",),
-            )
+            if self._dialect.row_locks:
+                # The uses of one assertion are taken one transaction at a time: a lock on the
+                # (issuer, ID), which holds whether or not a row exists yet, until the transaction
+                # ends. Each statement of READ COMMITTED then sees the uses committed before it.
+                # (SQLite's transaction holds the database.)
+                self._execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+                    (f"seen_assertions\n{use.issuer}\n{use.assertion_id}",),
+                )
             rows = self._all(
-                "SELECT * FROM seen_assertions WHERE issuer = %s AND assertion_id = %s"
-                " AND expires_at > %s",
+                "SELECT * FROM seen_assertions WHERE issuer = ? AND assertion_id = ?"
+                " AND expires_at > ?",
                 (use.issuer, use.assertion_id, now),
             )
             # The first use of an assertion with a ticket is the one remembered.
-            self._execute(
+            self._write(
                 "INSERT INTO seen_assertions (issuer, assertion_id, ticket_digest,"
-                " requesting_party, expires_at) VALUES (%s, %s, %s, %s, %s)"
+                " requesting_party, expires_at) VALUES (?, ?, ?, ?, ?)"
                 " ON CONFLICT DO NOTHING",
                 (
                     use.issuer,
@@ -123,6 +128,6 @@ class Evidence(Base):
         return self._write(
             "DELETE FROM seen_assertions WHERE (issuer, assertion_id, ticket_digest) IN"
             " (SELECT issuer, assertion_id, ticket_digest FROM seen_assertions"
-            " WHERE expires_at < %s LIMIT %s)",
+            " WHERE expires_at < ? LIMIT ?)",
             (moment, limit),
         )

@@ -1,18 +1,18 @@
-"""People's sessions on the pages and their failed sign-ins in PostgreSQL."""
+"""People's sessions on the pages and their failed sign-ins."""
 
 from __future__ import annotations
 
-from ..records import Session
-from .base import Base
+from .handle import Handle
+from .records import Session
 
 
-class Sessions(Base):
+class Sessions(Handle):
     """Sessions (by the digest of their cookie's id) and failed sign-ins (by the caller's key)."""
 
     def add_session(self, session: Session) -> None:
         self._write(
             "INSERT INTO sessions (digest, user_sub, csrf_secret, created_at, last_seen_at,"
-            " expires_at) VALUES (%s, %s, %s, %s, %s, %s)",
+            " expires_at) VALUES (?, ?, ?, ?, ?, ?)",
             (
                 session.digest,
                 session.user_sub,
@@ -24,7 +24,7 @@ class Sessions(Base):
         )
 
     def get_session(self, digest: str) -> Session | None:
-        row = self._one(f"SELECT * FROM sessions WHERE digest = %s{self._lock()}", (digest,))
+        row = self._one("SELECT * FROM sessions WHERE digest = ?", (digest,), lock="NO KEY UPDATE")
         if row is None:
             return None
         return Session(
@@ -39,46 +39,45 @@ class Sessions(Base):
     def touch_session(self, digest: str, last_seen_at: int, expires_at: int) -> bool:
         return (
             self._write(
-                "UPDATE sessions SET last_seen_at = %s, expires_at = %s WHERE digest = %s",
+                "UPDATE sessions SET last_seen_at = ?, expires_at = ? WHERE digest = ?",
                 (last_seen_at, expires_at, digest),
             )
             == 1
         )
 
     def delete_session(self, digest: str) -> bool:
-        return self._write("DELETE FROM sessions WHERE digest = %s", (digest,)) == 1
+        return self._write("DELETE FROM sessions WHERE digest = ?", (digest,)) == 1
 
     def delete_sessions_of(self, user_sub: str) -> int:
-        return self._write("DELETE FROM sessions WHERE user_sub = %s", (user_sub,))
+        return self._write("DELETE FROM sessions WHERE user_sub = ?", (user_sub,))
 
     def delete_sessions_expired_before(self, moment: int, limit: int) -> int:
         return self._write(
             "DELETE FROM sessions WHERE digest IN"
-            " (SELECT digest FROM sessions WHERE expires_at < %s LIMIT %s)",
+            " (SELECT digest FROM sessions WHERE expires_at < ? LIMIT ?)",
             (moment, limit),
         )
 
     # -- failed sign-ins -----------------------------------------------------------------------
 
     def record_signin_failure(self, key: str, failed_at: int) -> None:
-        self._write(
-            "INSERT INTO signin_failures (key, failed_at) VALUES (%s, %s)", (key, failed_at)
-        )
+        self._write("INSERT INTO signin_failures (key, failed_at) VALUES (?, ?)", (key, failed_at))
 
     def signin_failures_since(self, key: str, moment: int) -> list[int]:
         rows = self._all(
-            "SELECT failed_at FROM signin_failures WHERE key = %s AND failed_at >= %s"
-            f" ORDER BY failed_at{self._lock()}",
+            "SELECT failed_at FROM signin_failures WHERE key = ? AND failed_at >= ?"
+            " ORDER BY failed_at",
             (key, moment),
+            lock="NO KEY UPDATE",
         )
         return [int(row["failed_at"]) for row in rows]
 
     def clear_signin_failures(self, key: str) -> int:
-        return self._write("DELETE FROM signin_failures WHERE key = %s", (key,))
+        return self._write("DELETE FROM signin_failures WHERE key = ?", (key,))
 
     def delete_signin_failures_before(self, moment: int, limit: int) -> int:
         return self._write(
-            "DELETE FROM signin_failures WHERE seq IN"
-            " (SELECT seq FROM signin_failures WHERE failed_at < %s LIMIT %s)",
+            "DELETE FROM signin_failures WHERE rowid IN"
+            " (SELECT rowid FROM signin_failures WHERE failed_at < ? LIMIT ?)",
             (moment, limit),
         )

@@ -1,4 +1,4 @@
-"""One SQLite connection with the transaction helper every aggregate's operations share.
+"""Opening an SQLite connection, and this process's queue of writers of one database file.
 
 The storage cannot be used at times: read-only (a remount, a changed file mode), a full disk, an I/O
 error, a lock held past the busy timeout. SQLite says so with one of `UNAVAILABLE`'s result codes;
@@ -18,8 +18,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -127,85 +126,13 @@ def writer_queue(path: Path | None) -> threading.RLock:
         return found
 
 
-def _take_turn(conn: sqlite3.Connection) -> threading.RLock:
+def take_turn(conn: sqlite3.Connection) -> threading.RLock:
     """Waits for this process's writers of `conn`'s database before it (see `writer_queue`);
     the caller releases the queue it returns."""
     queue = getattr(conn, "writers", None) or writer_queue(None)
     if not queue.acquire(timeout=BUSY_TIMEOUT_MS / 1000):
         raise StorageUnavailable("waited too long for this process's other writers")
     return queue
-
-
-class Base:
-    """The connection and the transaction helper; subclasses add the operations."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        """The connection; a new one after the storage was unavailable (see the module)."""
-        conn = self._conn
-        if isinstance(conn, Connection) and conn.broken and not conn.in_transaction:
-            conn.close()  # first: a read-only view of the file it held must not be shared
-            self._conn = connect(conn.path)
-        return self._conn
-
-    def close(self) -> None:
-        self._closed = True
-        self._conn.close()
-
-    def checkpoint(self) -> tuple[int, int]:
-        """Copies the write-ahead log into the database file as far as it can now: SQLite's
-        passive checkpoint, which waits for no reader or writer and leaves what a reader still
-        needs. Returns (pages in the log, pages copied so far)."""
-        row = self.conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        return int(row[1]), int(row[2])
-
-    def reusable(self) -> bool:
-        conn = self._conn
-        return (
-            not getattr(self, "_closed", False)
-            and not conn.in_transaction
-            and not (isinstance(conn, Connection) and conn.broken)
-        )
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction; a nested use joins the outer one. Writers of this process take
-        their turn at the database's writer queue first (see `writer_queue`)."""
-        conn = self.conn
-        if conn.in_transaction:
-            yield
-            return
-        queue = _take_turn(conn)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-                conn.execute("COMMIT")
-            except BaseException:
-                _roll_back(conn)
-                raise
-        finally:
-            queue.release()
-
-    def _write(self, sql: str, parameters: Iterable[Any] = ()) -> int:
-        """One statement: inside a caller's transaction it joins it; alone it is its own
-        transaction (SQLite's autocommit: atomic and durable like BEGIN IMMEDIATE ... COMMIT,
-        in one call instead of three), after this process's other writers."""
-        conn = self.conn
-        if conn.in_transaction:
-            return conn.execute(sql, tuple(parameters)).rowcount
-        queue = _take_turn(conn)
-        try:
-            return conn.execute(sql, tuple(parameters)).rowcount
-        finally:
-            queue.release()
-
-    def _one(self, sql: str, parameters: Iterable[Any] = ()) -> sqlite3.Row | None:
-        row: sqlite3.Row | None = self.conn.execute(sql, tuple(parameters)).fetchone()
-        return row
 
 
 def _match_side_files(path: Path) -> None:
@@ -219,7 +146,7 @@ def _match_side_files(path: Path) -> None:
             side.chmod(path.stat().st_mode & 0o777)
 
 
-def _roll_back(conn: sqlite3.Connection) -> None:
+def roll_back(conn: sqlite3.Connection) -> None:
     """SQLite may have rolled back already (a full disk, an I/O error): the error that ended the
     transaction is the one to raise, not a failed ROLLBACK."""
     if conn.in_transaction:

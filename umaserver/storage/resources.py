@@ -1,26 +1,22 @@
-"""Resource sets, permission tickets and the claims handles of tickets in SQLite."""
+"""Resource sets, permission tickets and the claims handles of tickets."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from .. import rows as stored
-from ..records import (
-    ClaimsHandle,
-    OwnedResourceSet,
-    ResourceSet,
-    Ticket,
-)
-from .base import Base
+from . import rows as stored
+from .handle import Handle
+from .records import ClaimsHandle, OwnedResourceSet, ResourceSet, Ticket
 
-# In the order of creation (rowid, within a second): read from resource_sets_by_owner alone.
+# In the order of creation (rowid, within a second): on SQLite, read from resource_sets_by_owner
+# alone.
 _LIST_RESOURCE_SETS = (
     "SELECT id FROM resource_sets WHERE owner = ? AND client_id = ? ORDER BY created_at, rowid"
 )
 
 
-class Resources(Base):
+class Resources(Handle):
     """Resource sets and the permission tickets that ask for them."""
 
     def add_resource_set(self, resource_set: ResourceSet, created_at: int) -> None:
@@ -41,15 +37,21 @@ class Resources(Base):
         )
 
     def get_resource_set(self, rs_id: str, owner: str, client_id: str) -> ResourceSet | None:
+        # Its resource server reads a set to change it: the lock an update takes.
         return stored.resource_set(
             self._one(
                 "SELECT * FROM resource_sets WHERE id = ? AND owner = ? AND client_id = ?",
                 (rs_id, owner, client_id),
+                lock="NO KEY UPDATE",
             )
         )
 
     def find_resource_set(self, rs_id: str) -> ResourceSet | None:
-        return stored.resource_set(self._one("SELECT * FROM resource_sets WHERE id = ?", (rs_id,)))
+        # A decision reads the set it decides about: decisions on one set go on side by side,
+        # and a change of the set waits for them.
+        return stored.resource_set(
+            self._one("SELECT * FROM resource_sets WHERE id = ?", (rs_id,), lock="SHARE")
+        )
 
     def replace_resource_set(
         self, rs_id: str, owner: str, client_id: str, description: dict[str, Any], updated_at: int
@@ -82,28 +84,28 @@ class Resources(Base):
         )
 
     def list_resource_sets(self, owner: str, client_id: str) -> list[str]:
-        cursor = self.conn.execute(_LIST_RESOURCE_SETS, (owner, client_id))
-        # Plain tuples, not a sqlite3.Row per set: an owner may hold 10^4 (4.5 ms, not 6).
-        cursor.row_factory = None
-        return [row[0] for row in cursor]
+        return [
+            str(rs_id)
+            for rs_id in self._column(_LIST_RESOURCE_SETS, (owner, client_id), lock="SHARE")
+        ]
 
     def resource_sets_of(
         self, owner: str, now: int, after: tuple[str, str] | None, limit: int
     ) -> list[OwnedResourceSet]:
         after_name, after_id = after if after is not None else ("", "")
-        rows = self.conn.execute(
+        rows = self._all(
             # The page first, then the counts: only for the sets on it.
             "SELECT page.*, c.name AS client_name,"
             " (SELECT COUNT(*) FROM permissions p JOIN rpts r ON r.digest = p.rpt_digest"
-            "  WHERE p.resource_set_id = page.id AND p.expires_at > ? AND r.revoked = 0"
+            "  WHERE p.resource_set_id = page.id AND p.expires_at > ? AND r.revoked = FALSE"
             "  AND r.expires_at > ?) AS permissions"
             " FROM (SELECT id, name, type, client_id FROM resource_sets"
-            "  WHERE owner = ? AND (? = 0 OR name > ? OR (name = ? AND id > ?))"
+            "  WHERE owner = ? AND (NOT ? OR name > ? OR (name = ? AND id > ?))"
             "  ORDER BY name, id LIMIT ?) page"
             " JOIN clients c ON c.client_id = page.client_id"
             " ORDER BY page.name, page.id",
             (now, now, owner, after is not None, after_name, after_name, after_id, limit),
-        ).fetchall()
+        )
         return [
             OwnedResourceSet(
                 row["id"],
@@ -111,7 +113,7 @@ class Resources(Base):
                 row["type"],
                 row["client_id"],
                 row["client_name"],
-                row["permissions"],
+                int(row["permissions"]),
             )
             for row in rows
         ]
@@ -140,14 +142,19 @@ class Resources(Base):
         )
 
     def get_ticket(self, digest: str) -> Ticket | None:
-        return stored.ticket(self._one("SELECT * FROM tickets WHERE digest = ?", (digest,)))
+        # In a transaction, the ticket is what the decision is about: racers on one ticket queue
+        # here, and each reads it as the one before left it.
+        return stored.ticket(
+            self._one("SELECT * FROM tickets WHERE digest = ?", (digest,), lock="NO KEY UPDATE")
+        )
 
     def open_tickets_for(self, rs_id: str) -> list[Ticket]:
-        rows = self.conn.execute(
+        rows = self._all(
             "SELECT * FROM tickets WHERE resource_set_id = ? AND state = 'open'"
             " ORDER BY created_at, rowid",
             (rs_id,),
-        ).fetchall()
+            lock="NO KEY UPDATE",
+        )
         return [ticket for row in rows if (ticket := stored.ticket(row)) is not None]
 
     def set_ticket_scopes(self, digest: str, scopes: tuple[str, ...]) -> bool:
@@ -160,13 +167,12 @@ class Resources(Base):
         )
 
     def count_ticket_request(self, digest: str) -> int:
-        with self.transaction():
-            row = self._one(
-                "UPDATE tickets SET requests = requests + 1 WHERE digest = ? AND state = 'open'"
-                " RETURNING requests",
-                (digest,),
-            )
-        return int(row["requests"]) if row is not None else 0
+        rows = self._write_returning(
+            "UPDATE tickets SET requests = requests + 1 WHERE digest = ? AND state = 'open'"
+            " RETURNING requests",
+            (digest,),
+        )
+        return int(rows[0]["requests"]) if rows else 0
 
     def consume_ticket(self, digest: str) -> bool:
         return self._close_ticket(digest, "granted")
@@ -175,9 +181,13 @@ class Resources(Base):
         return self._close_ticket(digest, "finished")
 
     def _close_ticket(self, digest: str, state: str) -> bool:
+        # One UPDATE: on PostgreSQL racers queue on the row's lock and each re-reads the row it
+        # waited for (READ COMMITTED); on SQLite they queue for the database. Only the first finds
+        # it open.
         return (
             self._write(
-                "UPDATE tickets SET state = ? WHERE digest = ? AND state = 'open'", (state, digest)
+                "UPDATE tickets SET state = ? WHERE digest = ? AND state = 'open'",
+                (state, digest),
             )
             == 1
         )
@@ -185,9 +195,10 @@ class Resources(Base):
     def extend_ticket(self, digest: str, expires_at: int) -> bool:
         return (
             self._write(
-                "UPDATE tickets SET expires_at = max(expires_at, ?) WHERE digest = ?"
-                " AND state = 'open'",
-                (expires_at, digest),
+                # Never earlier (SQLite's max(a, b) is PostgreSQL's GREATEST: CASE is both's).
+                "UPDATE tickets SET expires_at = CASE WHEN expires_at < ? THEN ? ELSE expires_at"
+                " END WHERE digest = ? AND state = 'open'",
+                (expires_at, expires_at, digest),
             )
             == 1
         )
@@ -197,7 +208,7 @@ class Resources(Base):
     def add_claims_handle(self, handle: ClaimsHandle) -> None:
         with self.transaction():
             self.void_claims_handles(handle.ticket_digest)
-            self.conn.execute(
+            self._write(
                 "INSERT INTO claims_handles (digest, ticket_digest, client_id, requesting_party,"
                 " created_at, expires_at, binding_digest, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -213,7 +224,9 @@ class Resources(Base):
             )
 
     def get_claims_handle(self, digest: str) -> ClaimsHandle | None:
-        row = self._one("SELECT * FROM claims_handles WHERE digest = ?", (digest,))
+        row = self._one(
+            "SELECT * FROM claims_handles WHERE digest = ?", (digest,), lock="NO KEY UPDATE"
+        )
         if row is None:
             return None
         return ClaimsHandle(

@@ -1,22 +1,22 @@
-"""Clients, users and access tokens in PostgreSQL."""
+"""Clients, users and access tokens."""
 
 from __future__ import annotations
 
 import json
 
-from .. import rows as stored
-from ..records import AccessToken, Client, InitialAccessToken, User
-from .base import Base
+from . import rows as stored
+from .handle import Handle
+from .records import AccessToken, Client, InitialAccessToken, User
 
 
-class Accounts(Base):
+class Accounts(Handle):
     """Clients, users, PATs and AATs."""
 
     def add_client(self, client: Client, created_at: int) -> None:
         self._write(
             "INSERT INTO clients (client_id, secret_digest, name, redirect_uris,"
             " push_claim_types, metadata, registration_digest, created_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 client.client_id,
                 client.secret_digest,
@@ -30,20 +30,18 @@ class Accounts(Base):
         )
 
     def get_client(self, client_id: str) -> Client | None:
-        row = self._one(
-            f"SELECT * FROM clients WHERE client_id = %s{self._lock('SHARE')}", (client_id,)
-        )
+        row = self._one("SELECT * FROM clients WHERE client_id = ?", (client_id,), lock="SHARE")
         return None if row is None else stored.client(row)
 
     def list_clients(self) -> list[Client]:
-        rows = self._all(f"SELECT * FROM clients ORDER BY created_at, seq{self._lock('SHARE')}")
+        rows = self._all("SELECT * FROM clients ORDER BY created_at, rowid", lock="SHARE")
         return [stored.client(row) for row in rows]
 
     def update_client(self, client: Client) -> bool:
         return (
             self._write(
-                "UPDATE clients SET name = %s, redirect_uris = %s, push_claim_types = %s,"
-                " metadata = %s WHERE client_id = %s",
+                "UPDATE clients SET name = ?, redirect_uris = ?, push_claim_types = ?,"
+                " metadata = ? WHERE client_id = ?",
                 (
                     client.name,
                     json.dumps(list(client.redirect_uris)),
@@ -58,7 +56,7 @@ class Accounts(Base):
     def set_client_secret_digest(self, client_id: str, secret_digest: str) -> bool:
         return (
             self._write(
-                "UPDATE clients SET secret_digest = %s WHERE client_id = %s",
+                "UPDATE clients SET secret_digest = ? WHERE client_id = ?",
                 (secret_digest, client_id),
             )
             == 1
@@ -67,7 +65,7 @@ class Accounts(Base):
     def set_registration_digest(self, client_id: str, digest: str | None) -> bool:
         return (
             self._write(
-                "UPDATE clients SET registration_digest = %s WHERE client_id = %s",
+                "UPDATE clients SET registration_digest = ? WHERE client_id = ?",
                 (digest, client_id),
             )
             == 1
@@ -75,14 +73,14 @@ class Accounts(Base):
 
     def delete_client(self, client_id: str) -> bool:
         # Every table naming a client does so with ON DELETE CASCADE.
-        return self._write("DELETE FROM clients WHERE client_id = %s", (client_id,)) == 1
+        return self._write("DELETE FROM clients WHERE client_id = ?", (client_id,)) == 1
 
     # -- initial access tokens -----------------------------------------------------------------
 
     def add_initial_access_token(self, token: InitialAccessToken) -> None:
         self._write(
             "INSERT INTO initial_access_tokens (digest, push_claim_types, created_at, expires_at)"
-            " VALUES (%s, %s, %s, %s)",
+            " VALUES (?, ?, ?, ?)",
             (
                 token.digest,
                 json.dumps(list(token.push_claim_types)),
@@ -93,7 +91,7 @@ class Accounts(Base):
 
     def get_initial_access_token(self, digest: str) -> InitialAccessToken | None:
         row = self._one(
-            f"SELECT * FROM initial_access_tokens WHERE digest = %s{self._lock()}", (digest,)
+            "SELECT * FROM initial_access_tokens WHERE digest = ?", (digest,), lock="NO KEY UPDATE"
         )
         if row is None:
             return None
@@ -107,65 +105,64 @@ class Accounts(Base):
     def delete_initial_access_tokens_expired_before(self, moment: int, limit: int) -> int:
         return self._write(
             "DELETE FROM initial_access_tokens WHERE digest IN"
-            " (SELECT digest FROM initial_access_tokens WHERE expires_at < %s LIMIT %s)",
+            " (SELECT digest FROM initial_access_tokens WHERE expires_at < ? LIMIT ?)",
             (moment, limit),
         )
 
     # -- users ---------------------------------------------------------------------------------
 
     def add_user(self, user: User, created_at: int) -> bool:
-        # ON CONFLICT instead of catching the error: an error would end a caller's transaction.
+        # ON CONFLICT instead of catching the error: on PostgreSQL an error would end a caller's
+        # transaction.
         return (
             self._write(
                 "INSERT INTO users (sub, username, password_hash, claims, created_at)"
-                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (user.sub, user.username, user.password_hash, json.dumps(user.claims), created_at),
             )
             == 1
         )
 
     def get_user_by_username(self, username: str) -> User | None:
-        row = self._one(
-            f"SELECT * FROM users WHERE username = %s{self._lock('SHARE')}", (username,)
-        )
+        row = self._one("SELECT * FROM users WHERE username = ?", (username,), lock="SHARE")
         return None if row is None else stored.user(row)
 
     def get_username(self, sub: str) -> str | None:
-        row = self._one(f"SELECT username FROM users WHERE sub = %s{self._lock('SHARE')}", (sub,))
+        row = self._one("SELECT username FROM users WHERE sub = ?", (sub,), lock="SHARE")
         return None if row is None else str(row["username"])
 
     def usernames_containing(self, text: str) -> list[str]:
-        rows = self._all(
-            "SELECT username FROM users WHERE strpos(username, %s) > 0"
-            f" ORDER BY username{self._lock('SHARE')}",
+        names = self._column(
+            "SELECT username FROM users WHERE instr(username, ?) > 0 ORDER BY username",
             (text,),
+            lock="SHARE",
         )
-        return [str(row["username"]) for row in rows]
+        return [str(name) for name in names]
 
     def get_user(self, sub: str) -> User | None:
-        row = self._one(f"SELECT * FROM users WHERE sub = %s{self._lock('SHARE')}", (sub,))
+        row = self._one("SELECT * FROM users WHERE sub = ?", (sub,), lock="SHARE")
         return None if row is None else stored.user(row)
 
     def list_users(self) -> list[User]:
-        rows = self._all(f"SELECT * FROM users ORDER BY username{self._lock('SHARE')}")
+        rows = self._all("SELECT * FROM users ORDER BY username", lock="SHARE")
         return [stored.user(row) for row in rows]
 
     def set_password_hash(self, sub: str, password_hash: str | None) -> bool:
         return (
-            self._write("UPDATE users SET password_hash = %s WHERE sub = %s", (password_hash, sub))
+            self._write("UPDATE users SET password_hash = ? WHERE sub = ?", (password_hash, sub))
             == 1
         )
 
     def delete_user(self, sub: str) -> bool:
         # The foreign keys take its sessions, tokens (their RPTs with them), codes and consents.
-        return self._write("DELETE FROM users WHERE sub = %s", (sub,)) == 1
+        return self._write("DELETE FROM users WHERE sub = ?", (sub,)) == 1
 
     # -- PATs and AATs -------------------------------------------------------------------------
 
     def add_access_token(self, token: AccessToken) -> None:
         self._write(
             "INSERT INTO access_tokens (digest, client_id, user_sub, scope, issued_at,"
-            " expires_at, revoked, family) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+            " expires_at, revoked, family) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 token.digest,
                 token.client_id,
@@ -181,8 +178,9 @@ class Accounts(Base):
     def get_access_token(self, digest: str) -> AccessToken | None:
         row = self._one(
             "SELECT t.*, u.username FROM access_tokens AS t"
-            " LEFT JOIN users AS u ON u.sub = t.user_sub WHERE t.digest = %s" + self._lock(of="t"),
+            " LEFT JOIN users AS u ON u.sub = t.user_sub WHERE t.digest = ?",
             (digest,),
+            lock="NO KEY UPDATE OF t",
         )
         if row is None:
             return None
@@ -194,14 +192,14 @@ class Accounts(Base):
             scope=row["scope"],
             issued_at=row["issued_at"],
             expires_at=row["expires_at"],
-            revoked=row["revoked"],
+            revoked=bool(row["revoked"]),
             family=row["family"],
         )
 
     def revoke_access_token(self, digest: str) -> bool:
         return (
             self._write(
-                "UPDATE access_tokens SET revoked = TRUE WHERE digest = %s AND NOT revoked",
+                "UPDATE access_tokens SET revoked = TRUE WHERE digest = ? AND revoked = FALSE",
                 (digest,),
             )
             == 1
@@ -210,7 +208,7 @@ class Accounts(Base):
     def delete_access_tokens_expired_before(self, moment: int, limit: int) -> int:
         return self._write(
             "DELETE FROM access_tokens WHERE digest IN"
-            " (SELECT t.digest FROM access_tokens AS t WHERE t.expires_at < %s"
-            " AND NOT EXISTS (SELECT 1 FROM rpts AS r WHERE r.aat_digest = t.digest) LIMIT %s)",
+            " (SELECT t.digest FROM access_tokens AS t WHERE t.expires_at < ?"
+            " AND NOT EXISTS (SELECT 1 FROM rpts AS r WHERE r.aat_digest = t.digest) LIMIT ?)",
             (moment, limit),
         )

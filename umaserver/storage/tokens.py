@@ -1,30 +1,27 @@
-"""RPTs and permissions in SQLite."""
+"""RPTs and permissions."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 
-from .. import rows as stored
-from ..records import (
-    Permission,
-    Rpt,
-)
-from .base import Base
+from . import rows as stored
+from .handle import Handle
+from .records import Permission, Rpt
 
 # An RPT's permissions on the sets of one owner at one resource server: found from the RPT (a
-# few), never from the owner's sets (perhaps 10^4). CROSS JOIN keeps permissions the outer loop
-# (SQLite's planner takes it as an order, https://sqlite.org/optoverview.html#manual_control_of_query_plans_using_cross_join):
+# few), never from the owner's sets (perhaps 10^4). On SQLite, CROSS JOIN keeps permissions the
+# outer loop (its planner takes it as an order, https://sqlite.org/optoverview.html#manual_control_of_query_plans_using_cross_join):
 # resource_sets_by_owner holds all a join needs of the sets, which makes reading all of them look
 # cheap to the planner (introspection fell to 0.22x at 10^6 sets). test_migrations.py checks it.
+# PostgreSQL plans a CROSS JOIN with its condition in WHERE as any join.
 _PERMISSIONS_FOR = (
-    "SELECT p.* FROM permissions AS p CROSS JOIN resource_sets AS r ON r.id = p.resource_set_id"
-    " WHERE p.rpt_digest = ? AND r.owner = ? AND r.client_id = ? AND p.expires_at > ?"
-    " ORDER BY p.issued_at, p.resource_set_id"
+    "SELECT p.* FROM permissions AS p CROSS JOIN resource_sets AS r"
+    " WHERE r.id = p.resource_set_id AND p.rpt_digest = ? AND r.owner = ? AND r.client_id = ?"
+    " AND p.expires_at > ? ORDER BY p.issued_at, p.resource_set_id"
 )
 
 
-class Tokens(Base):
+class Tokens(Handle):
     """RPTs and the permissions they carry."""
 
     def add_rpt(self, rpt: Rpt) -> None:
@@ -39,25 +36,28 @@ class Tokens(Base):
                 rpt.requesting_party,
                 rpt.issued_at,
                 rpt.expires_at,
-                int(rpt.revoked),
+                rpt.revoked,
             ),
         )
 
     def get_rpt(self, digest: str) -> Rpt | None:
-        return _rpt(self._one("SELECT * FROM rpts WHERE digest = ?", (digest,)))
+        return _rpt(
+            self._one("SELECT * FROM rpts WHERE digest = ?", (digest,), lock="NO KEY UPDATE")
+        )
 
     def live_rpt_of(self, aat_digest: str, now: int) -> Rpt | None:
         return _rpt(
             self._one(
-                "SELECT * FROM rpts WHERE aat_digest = ? AND revoked = 0 AND expires_at > ?"
+                "SELECT * FROM rpts WHERE aat_digest = ? AND revoked = FALSE AND expires_at > ?"
                 " ORDER BY issued_at DESC LIMIT 1",
                 (aat_digest, now),
+                lock="NO KEY UPDATE",
             )
         )
 
     def revoke_rpts_of(self, aat_digest: str) -> int:
         return self._write(
-            "UPDATE rpts SET revoked = 1 WHERE aat_digest = ? AND revoked = 0", (aat_digest,)
+            "UPDATE rpts SET revoked = TRUE WHERE aat_digest = ? AND revoked = FALSE", (aat_digest,)
         )
 
     def delete_rpts_expired_before(self, moment: int, limit: int) -> int:
@@ -73,6 +73,7 @@ class Tokens(Base):
         row = self._one(
             "SELECT * FROM permissions WHERE rpt_digest = ? AND resource_set_id = ?",
             (rpt_digest, rs_id),
+            lock="NO KEY UPDATE",
         )
         return None if row is None else stored.permission(row)
 
@@ -92,24 +93,28 @@ class Tokens(Base):
         )
 
     def permissions_of(self, rpt_digest: str, now: int) -> list[Permission]:
-        rows = self.conn.execute(
+        rows = self._all(
             "SELECT * FROM permissions WHERE rpt_digest = ? AND expires_at > ?"
             " ORDER BY issued_at, resource_set_id",
             (rpt_digest, now),
-        ).fetchall()
+            lock="NO KEY UPDATE",
+        )
         return [stored.permission(row) for row in rows]
 
     def permissions_for(
         self, rpt_digest: str, owner: str, client_id: str, now: int
     ) -> list[Permission]:
-        rows = self.conn.execute(_PERMISSIONS_FOR, (rpt_digest, owner, client_id, now)).fetchall()
+        rows = self._all(
+            _PERMISSIONS_FOR, (rpt_digest, owner, client_id, now), lock="NO KEY UPDATE OF p"
+        )
         return [stored.permission(row) for row in rows]
 
     def permissions_on(self, rs_id: str) -> list[tuple[str, Permission]]:
-        rows = self.conn.execute(
+        rows = self._all(
             "SELECT * FROM permissions WHERE resource_set_id = ? ORDER BY issued_at, rpt_digest",
             (rs_id,),
-        ).fetchall()
+            lock="NO KEY UPDATE",
+        )
         return [(str(row["rpt_digest"]), stored.permission(row)) for row in rows]
 
     def delete_permission(self, rpt_digest: str, rs_id: str) -> bool:
@@ -122,7 +127,7 @@ class Tokens(Base):
         )
 
 
-def _rpt(row: sqlite3.Row | None) -> Rpt | None:
+def _rpt(row: stored.Row | None) -> Rpt | None:
     if row is None:
         return None
     return Rpt(

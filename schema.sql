@@ -1,1 +1,0 @@
-umaserver/storage/schema.sql

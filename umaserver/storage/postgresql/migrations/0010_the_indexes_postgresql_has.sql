@@ -1,2 +1,0 @@
--- Version 10 (SQLite's 0010): SQLite gains the indexes PostgreSQL's schema had from its start
--- (version 8), so nothing changes here.

@@ -1,0 +1,32 @@
+"""The storage contract over one connection of either database: `SQLStorage`.
+
+Each aggregate's operations are written once, in the module named after it, over `handle.Handle`;
+what differs between SQLite and PostgreSQL is the handle's dialect (`dialect`, `sqlite`,
+`postgresql`).
+"""
+
+from __future__ import annotations
+
+from .accounts import Accounts
+from .evidence import Evidence
+from .fetched import FetchedUris
+from .identity_links import IdentityLinks
+from .oauth import OAuth
+from .owner_rules import OwnerRules
+from .resources import Resources
+from .sessions import Sessions
+from .tokens import Tokens
+
+
+class SQLStorage(
+    Accounts,
+    Resources,
+    Evidence,
+    Tokens,
+    OAuth,
+    Sessions,
+    IdentityLinks,
+    OwnerRules,
+    FetchedUris,
+):
+    """The contract's operations over one connection (see `contract.Storage`)."""
