@@ -405,6 +405,41 @@ def test_a_migrated_database_has_the_schema_of_a_new_one(v1_db: Path, tmp_path: 
     ]
 
 
+@pytest.mark.parametrize("released", range(1, current_version()))
+def test_a_database_of_every_released_version_is_upgraded_in_place(
+    v1_db: Path, tmp_path: Path, released: int
+) -> None:
+    """A database left at any earlier version (its rows written at version 1) reaches the
+    current one with every row kept, and the schema of a new database."""
+    conn = read(v1_db)
+    try:
+        for version in range(2, released + 1):
+            name = f"version {version}"
+            _apply(
+                conn,
+                step("sqlite", version),
+                (version,),
+                T0,
+                only_if_version=version - 1,
+                name=name,
+            )
+    finally:
+        conn.close()
+    assert version_of(v1_db) == released
+    columns = v1_columns()
+    before = contents(v1_db, columns)
+
+    assert prepare_database(v1_db, NOW) == (released, current_version())
+
+    assert contents(v1_db, columns) == before
+    assert versions_applied(v1_db)[-(current_version() - released) :] == list(
+        range(released + 1, current_version() + 1)
+    )
+    fresh = tmp_path / "fresh.db"
+    prepare_database(fresh, NOW)
+    assert schema_of(v1_db) == schema_of(fresh)
+
+
 @pytest.mark.parametrize(
     ("statement", "first_step"),
     [

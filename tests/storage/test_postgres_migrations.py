@@ -177,15 +177,19 @@ def schema_of(url: str) -> dict[str, list[tuple[object, ...]]]:
     }
 
 
-def test_a_version_8_database_is_upgraded_to_the_schema_of_a_new_one_with_its_rows(
-    empty: str, postgres_cluster: PostgresCluster
+@pytest.mark.parametrize("released", range(FIRST_VERSION, current_version()))
+def test_a_database_of_every_released_version_is_upgraded_to_the_schema_of_a_new_one_with_its_rows(
+    empty: str, postgres_cluster: PostgresCluster, released: int
 ) -> None:
     with psycopg.connect(empty, autocommit=True) as conn:
         conn.execute(V8_SCHEMA.encode("utf-8"))
+        for version in range(FIRST_VERSION + 1, released + 1):
+            if step("postgresql", version).strip():
+                conn.execute(step("postgresql", version).encode("utf-8"))
         with conn.cursor() as cursor:
             cursor.executemany(
                 "INSERT INTO schema_migrations (version, applied_at) VALUES (%s, %s)",
-                [(version, NOW - 3600) for version in range(1, FIRST_VERSION + 1)],
+                [(version, NOW - 3600) for version in range(1, released + 1)],
             )
         conn.execute(
             "INSERT INTO clients (client_id, secret_digest, name, created_at)"
@@ -200,7 +204,7 @@ def test_a_version_8_database_is_upgraded_to_the_schema_of_a_new_one_with_its_ro
     tokens = "SELECT digest, user_sub, family FROM access_tokens ORDER BY 1"
     before = run(empty, tokens)
 
-    assert prepare_database(empty, NOW) == (FIRST_VERSION, current_version())
+    assert prepare_database(empty, NOW) == (released, current_version())
 
     assert run(empty, tokens) == before
     assert versions(empty) == list(range(1, current_version() + 1))
