@@ -14,7 +14,8 @@ How the contract's promises are kept:
   and finds it no longer usable: exactly one gets True.
 * **What a transaction has read stays true until it ends.** `transaction()` is READ COMMITTED, and
   every read inside a transaction locks the rows it returns until the transaction ends (SQLite's
-  `BEGIN IMMEDIATE` locks the whole file instead). Rows a transaction may go on to change (a
+  `BEGIN IMMEDIATE` locks the whole file instead): each read names its lock (`lock=`), which this
+  dialect appends. Rows a transaction may go on to change (a
   ticket, a claims handle, a code, a token, an RPT and its permissions, the set its resource
   server reads to replace) get `FOR NO KEY UPDATE`, the lock an UPDATE takes, so that two
   transactions reading one ticket queue at the read: the second reads the ticket as the first
@@ -31,7 +32,7 @@ How the contract's promises are kept:
 * Transactions that lock rows in opposite orders can deadlock (rarely: a decision locks its ticket
   then its set, a registration update its set then the set's tickets). PostgreSQL breaks a
   deadlock by aborting one of them; that one meets `StorageUnavailable` (503 with `Retry-After`,
-  nothing of it committed), as does a lock waited on past `base.LOCK_TIMEOUT_MS`.
+  nothing of it committed), as does a lock waited on past `connection.LOCK_TIMEOUT_MS`.
 * The queue of fetches (`claim_fetch_work`) takes due rows with `FOR UPDATE SKIP LOCKED`: racing
   jobs take different rows and never wait on each other.
 
