@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import echo
-
-# Re-exported (`as Claim`) for storage's own importers until they take it from records.
-from ..storage.records import Claim as Claim
+from ..storage.records import Claim
 
 
 class ClaimsError(Exception):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from ...claims.model import Claim
-from ..records import AssertionUse
+from ..records import AssertionUse, Claim
 from .base import Base
 
 
