@@ -28,9 +28,11 @@ run: $(VENV)/.installed $(CONFIG)
 	$(BIN)/python -m umaserver --config $(CONFIG) init
 	$(BIN)/python -m umaserver --config $(CONFIG) serve
 
+# lint-imports: the layers and no-cycles contracts of pyproject.toml's [tool.importlinter].
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-logo
 
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy
@@ -113,4 +115,4 @@ bench: $(VENV)/.bench-installed bench-deps npm-deps
 	QUICK=$(QUICK) $(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(OIDC_PROVIDER)/node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache $(OIDC_PROVIDER)/node_modules

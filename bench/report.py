@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bench.run import Plan, Result
+    from bench.plan import Plan, Result
 
 # Our path -> the peer's path it is compared with.
 PEER_PAIRS = {
@@ -450,7 +450,7 @@ def _chart(path: Path, results: Sequence[Result]) -> str | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bench.run import GROWTH_PATHS
+    from bench.plan import GROWTH_PATHS
 
     figure, axes = plt.subplots(figsize=(8, 5))
     drawn = False

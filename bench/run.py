@@ -51,6 +51,7 @@ if str(ROOT) not in sys.path:  # run as `python bench/run.py`: the checkout is n
     sys.path.insert(0, str(ROOT))
 
 from bench import seed  # noqa: E402
+from bench.plan import Plan, Result  # noqa: E402
 from tests.flows import DOCTORS_MAY_VIEW, EMPLOYEE, HttpApi, endpoints  # noqa: E402
 
 BENCH = ROOT / "bench"
@@ -68,13 +69,6 @@ DOCTOR = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
 NURSE = [{"type": EMPLOYEE, "value": {"role": ["nurse"]}}]
 DEPARTMENT = [{"type": EMPLOYEE, "value": {"department": "radiology"}}]
 
-# Measured with 1, 2 and 4 server processes on SQLite and on PostgreSQL.
-PROCESS_PATHS = (
-    "resource set read",
-    "token (client_credentials)",
-    "permission registration",
-    "authorization (granted)",
-)
 # The benchmark's PostgreSQL: durable like the SQLite database (WAL, synchronous = NORMAL): fsync
 # and full page writes on, commits not waiting for the WAL flush (a crash of the machine may lose
 # the last commits, never corrupt; a crash of the server loses nothing).
@@ -84,68 +78,9 @@ POSTGRESQL = {
     "max_connections": "200",
 }
 
-# Paths, in the order of the tables; GROWTH_PATHS are measured at every database size and rule count.
 # The owner listed beside alice in the listing runs: one of the others (seed.owner_subs), holding
 # about (sets - alice's) / 999 of them.
 LIST_OTHER = "owner0001"
-GROWTH_PATHS = (
-    "resource set read",
-    "introspection (RPT)",
-    "permission registration",
-    "authorization (granted)",
-)
-
-
-# -- the plan ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Plan:
-    quick: bool
-    duration: int  # seconds of each measured run (wrk takes whole seconds)
-    warmup: int  # seconds of the warm-up before it
-    concurrencies: tuple[int, ...]
-    gunicorn_paths: tuple[str, ...] | None  # None: every path
-    peer_concurrencies: tuple[int, ...]
-    sizes: tuple[int, ...]  # resource sets of the growth runs (the first is the main matrix's)
-    # (rules for alice, how many of them cover the set asked about), at the largest size
-    rule_counts: tuple[tuple[int, int], ...]
-    gunicorn_workers: int
-    # Server processes (gunicorn workers) on SQLite and on PostgreSQL, and the paths measured so
-    process_counts: tuple[int, ...]
-    process_paths: tuple[str, ...]
-    growth_paths: tuple[str, ...] = GROWTH_PATHS
-
-    @staticmethod
-    def make(quick: bool, duration: int | None, warmup: int | None) -> Plan:
-        if quick:
-            return Plan(
-                quick=True,
-                duration=duration or 1,
-                warmup=warmup or 1,
-                concurrencies=(8,),
-                gunicorn_paths=("configuration document", "resource set read"),
-                peer_concurrencies=(8,),
-                sizes=(1_000, 10_000),
-                rule_counts=((100, 10),),
-                gunicorn_workers=2,
-                process_counts=(2,),
-                process_paths=("resource set read",),
-                growth_paths=("resource set read", "authorization (granted)"),
-            )
-        return Plan(
-            quick=False,
-            duration=duration or 5,
-            warmup=warmup or 1,
-            concurrencies=(1, 8, 64),
-            gunicorn_paths=None,
-            peer_concurrencies=(1, 8, 64),
-            sizes=(1_000, 100_000, 1_000_000),
-            rule_counts=((100, 10), (10_000, 10), (10_000, 100)),
-            gunicorn_workers=2,
-            process_counts=(1, 2, 4),
-            process_paths=PROCESS_PATHS,
-        )
 
 
 # -- the machine ---------------------------------------------------------------------------------
@@ -343,25 +278,6 @@ class Spec:
     body_match: str | None = None  # a Lua pattern
     items: Callable[[int], list[str]] | None = None  # makes `count` items
     once: bool = False  # each item serves one request (tickets, sets to delete)
-
-
-@dataclass
-class Result:
-    section: str
-    server: str
-    path: str
-    concurrency: int
-    sets: int
-    rules: str
-    rps: float
-    p50_ms: float
-    p95_ms: float
-    p99_ms: float
-    requests: int
-    rss_mb: float
-    failure: str | None
-    fraction: float | None = None
-    listed: int | None = None  # the list path: how many sets its answer holds
 
 
 class Runner:

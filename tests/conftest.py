@@ -51,8 +51,7 @@ from .postgres_fixture import (
 )
 
 if TYPE_CHECKING:
-    from umaserver.claims.model import Claim
-    from umaserver.storage.records import Client, Permission, Rpt, Ticket, User
+    from umaserver.storage.records import Claim, Client, Permission, Rpt, Ticket, User
 
 __all__ = ["Party", "Store"]  # re-exported: test modules take them from here
 

@@ -33,8 +33,9 @@ from tests.oidc_fixtures import (
 )
 from umaserver.claims.id_tokens import MAX_ID_TOKEN_LENGTH, oidc_claims, verify_id_token
 from umaserver.claims.key_sets import MAX_ASKED_KIDS, KeySets
-from umaserver.claims.model import OIDC_TYPE, Claim, ClaimsError, ClaimsUnavailable
+from umaserver.claims.model import OIDC_TYPE, ClaimsError, ClaimsUnavailable
 from umaserver.claims.oidc_issuers import OidcIssuer
+from umaserver.storage.records import Claim
 
 IDP_A = "https://idp-a.example"
 IDP_B = "https://idp-b.example"

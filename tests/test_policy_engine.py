@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from umaserver.claims.model import Claim
 from umaserver.policy.decision import Decision, decide
 from umaserver.policy.rule_file import (
     OPERATORS,
@@ -29,6 +28,7 @@ from umaserver.policy.rule_file import (
 )
 from umaserver.policy.rules import ResourceSetRef, ResourceSetSelector, Rule, RuleSet
 from umaserver.policy.store import PolicyStore
+from umaserver.storage.records import Claim
 
 from .flows import wait_until
 

@@ -12,13 +12,7 @@ from typing import Any
 
 import pytest
 
-from umaserver.claims.model import (
-    REDIRECT_TYPE,
-    Claim,
-    ClaimsError,
-    read_claim_objects,
-    suppliable,
-)
+from umaserver.claims.model import REDIRECT_TYPE, ClaimsError, read_claim_objects, suppliable
 from umaserver.claims.oidc_issuers import OidcIssuer
 from umaserver.policy.decision import Decision, NeededClaim, RedirectNeed, decide, redirect_label
 from umaserver.policy.rule_file import parse_rules
@@ -27,7 +21,7 @@ from umaserver.services.decision import (
     redirect_claims_of_user,
     sign_in_providers,
 )
-from umaserver.storage.records import User
+from umaserver.storage.records import Claim, User
 
 from .test_policy_engine import (
     CLIENT,

@@ -38,7 +38,7 @@ from tests.saml_fixtures import (
     signed_assertion,
     to_b64,
 )
-from umaserver.claims.model import SAML_TYPE, Claim, ClaimsError
+from umaserver.claims.model import SAML_TYPE, ClaimsError
 from umaserver.claims.saml import (
     SamlIdp,
     SamlSettings,
@@ -46,6 +46,7 @@ from umaserver.claims.saml import (
     assertion_claims,
     verify_assertion,
 )
+from umaserver.storage.records import Claim
 
 IDP = "https://idp.example"
 OTHER_IDP = "https://other-idp.example"

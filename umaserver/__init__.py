@@ -29,7 +29,6 @@ from .api import (
     rpt,
     token,
 )
-from .claims.verifiers import ConfiguredVerifiers
 from .clock import Clock, SystemClock
 from .config import Config, load_config
 from .fetching import running
@@ -37,6 +36,7 @@ from .fetching.job import FetchJob
 from .pages import account, authorize, external_signin, policy, rqp_claims, untrusted
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
+from .services.claim_verifiers import ConfiguredVerifiers
 from .services.database import Opener
 from .services.maintenance import EXPIRED_MEMORY, CheckpointJob, PruneJob
 from .services.postgresql_opener import PostgreSQLOpener

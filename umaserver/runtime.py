@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 from flask import Flask, current_app
 
-from .claims.verifiers import ConfiguredVerifiers
 from .clock import Clock
 from .config import Config
 from .policy.rules import RuleSet
 from .policy.store import PolicyStore
+from .services.claim_verifiers import ConfiguredVerifiers
 from .services.owner_rules import effective_rules
 from .storage import Storage
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from umaserver.claims.model import Claim
 from umaserver.storage import Storage
 from umaserver.storage.records import (
     AccessToken,
     AssertionUse,
     AuthorizationCode,
+    Claim,
     ClaimsHandle,
     Client,
     Permission,

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import urlsplit
 
 from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.integrations.flask_oauth2.requests import FlaskOAuth2Payload, FlaskOAuth2Request
 from authlib.oauth2 import OAuth2Error
 from authlib.oauth2.rfc6749 import (
-    ClientMixin,
     InsecureTransportError,
-    InvalidScopeError,
     OAuth2Request,
     grants,
 )
@@ -32,17 +29,14 @@ from ..error_responses import error_response, json_response
 from ..errors import InvalidRequest
 from ..runtime import runtime
 from ..services.accounts import new_access_token, store_access_token
-from ..services.clients import LOOPBACK_HOSTS
 from ..storage.per_request import storage
-from ..storage.records import Client
 from .client_requests import check_token_request
 from .code_grants import (
     TOKEN_AUTH_METHODS,
-    is_public,
+    OAuthClient,
     new_refresh_token,
     normalise_scope,
     register_grants,
-    token_auth_methods,
 )
 
 bp = Blueprint("oauth", __name__)
@@ -52,73 +46,8 @@ _SERVER = "umaserver.authorization_server"
 GRANT_TYPES = ("client_credentials", "authorization_code", "refresh_token")
 
 
-class OAuthClient(ClientMixin):  # type: ignore[misc]
-    """A stored client as Authlib asks about it: everything is read from its registered metadata
-    (`Client.grant_types`, `.response_types`, `.scopes`, `.is_public`, `.redirect_uris`)."""
-
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    def get_client_id(self) -> str:
-        return self.client.client_id
-
-    def get_default_redirect_uri(self) -> str | None:
-        return self.client.redirect_uris[0] if self.client.redirect_uris else None
-
-    def get_allowed_scope(self, scope: str) -> str:
-        """The scope asked for, when the client registered all of it; else invalid_scope."""
-        normalised = normalise_scope(scope)
-        if not set(normalised.split(" ")) <= set(self.client.scopes):
-            raise InvalidScopeError(
-                f"This client is registered for the scope {' '.join(self.client.scopes)} only."
-            )
-        return normalised
-
-    def check_redirect_uri(self, redirect_uri: str) -> bool:
-        """Exact string comparison with a registered redirect URI (RFC 9700); a public client's
-        loopback redirect URI may vary its port only (RFC 8252 7.3)."""
-        if redirect_uri in self.client.redirect_uris:
-            return True
-        if not is_public(self.client):
-            return False
-        return any(_same_but_port(redirect_uri, known) for known in self.client.redirect_uris)
-
-    def check_client_secret(self, client_secret: str) -> bool:
-        return self.client.check_secret(client_secret)
-
-    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
-        """A public client authenticates with `none` only; a confidential one with its secret,
-        sent either way (`client_secret_basic` or `client_secret_post`: the same secret)."""
-        return method in token_auth_methods(self.client)
-
-    def check_response_type(self, response_type: str) -> bool:
-        return response_type in self.client.response_types
-
-    def check_grant_type(self, grant_type: str) -> bool:
-        return grant_type in self.client.grant_types
-
-
 class ClientCredentialsGrant(grants.ClientCredentialsGrant):  # type: ignore[misc]
     TOKEN_ENDPOINT_AUTH_METHODS = list(TOKEN_AUTH_METHODS)
-
-
-def _same_but_port(asked: str, registered: str) -> bool:
-    """Whether `asked` is the loopback URI `registered` (http on 127.0.0.1, [::1] or localhost)
-    with perhaps another port, and otherwise the very same."""
-    a, r = urlsplit(asked), urlsplit(registered)
-    try:
-        asked_port, registered_port = a.port, r.port
-    except ValueError:
-        return False
-    if r.scheme != "http" or r.hostname not in LOOPBACK_HOSTS or a.username is not None:
-        return False
-
-    def host(netloc: str, port: int | None) -> str:
-        return netloc.rsplit(":", 1)[0] if port is not None else netloc
-
-    return a._replace(netloc=host(a.netloc, asked_port)) == r._replace(
-        netloc=host(r.netloc, registered_port)
-    )
 
 
 _DESCRIPTIONS = {

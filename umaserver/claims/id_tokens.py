@@ -40,12 +40,12 @@ from umaserver.claims.key_sets import KeySets
 from umaserver.claims.model import (
     OIDC_TYPE,
     Assertion,
-    Claim,
     ClaimsError,
     ClaimsUnavailable,
     VerifiedClaims,
 )
 from umaserver.claims.oidc_issuers import SUPPORTED_ALGORITHMS, OidcIssuer
+from umaserver.storage.records import Claim
 
 MAX_ID_TOKEN_LENGTH = 16 * 1024
 DEFAULT_MAX_LIFETIME = 86400

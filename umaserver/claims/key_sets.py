@@ -14,30 +14,20 @@ import math
 import threading
 import time
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 import requests
 import urllib3
-from joserfc.errors import JoseError
-from joserfc.jwk import JWKRegistry, Key, KeySet
+from joserfc.jwk import KeySet
 
-from umaserver import strict_json
+from umaserver.claims.jwks import JwksError, parse_jwks
+from umaserver.claims.oidc_issuers import OidcIssuer
 from umaserver.http_bodies import BodyError, read_body
-
-if TYPE_CHECKING:
-    # Only a type here: oidc_issuers imports this module to read an issuer's jwks_file.
-    from umaserver.claims.oidc_issuers import OidcIssuer
 
 logger = logging.getLogger("umaserver.keys")
 
 
 #: How many unknown kids are remembered per issuer (tokens name whatever they like).
 MAX_ASKED_KIDS = 256
-
-
-class JwksError(ValueError):
-    """A JWK set could not be read, fetched or used; the message says why."""
 
 
 class KeySets:
@@ -173,7 +163,7 @@ class KeySets:
     def _refresh(self, issuer: str, uri: str) -> bool:
         started = time.monotonic()
         try:
-            key_set = _parse_jwks(_fetch(uri, self._fetch_timeout, self._max_bytes))
+            key_set = parse_jwks(_fetch(uri, self._fetch_timeout, self._max_bytes))
         except (JwksError, requests.RequestException, urllib3.exceptions.HTTPError) as error:
             logger.warning("JWKS of OIDC issuer %r from %s not refreshed: %s", issuer, uri, error)
             ok = False
@@ -211,57 +201,3 @@ def _fetch(uri: str, timeout: float, max_bytes: int) -> bytes:
             return read_body(response, timeout, max_bytes)
         except BodyError as error:
             raise JwksError(str(error)) from error
-
-
-def load_jwks_file(path: Path, issuer: str) -> KeySet:
-    """The keys of a JWKS file; ValueError naming the file and the issuer when it is unusable."""
-    try:
-        return _parse_jwks(path.read_bytes())
-    except OSError as error:
-        raise ValueError(
-            f"JWKS file {str(path)!r} of OIDC issuer {issuer!r} cannot be read: {error.strerror}"
-        ) from error
-    except JwksError as error:
-        raise ValueError(
-            f"JWKS file {str(path)!r} of OIDC issuer {issuer!r} cannot be used: {error}"
-        ) from error
-
-
-def _parse_jwks(data: bytes) -> KeySet:
-    """A JWK set of public signature keys; RFC 7517, 5: keys we cannot use are skipped."""
-    try:
-        document = strict_json.loads(data)
-    except strict_json.StrictJSONError as error:
-        raise JwksError(f"it is not a JSON object ({error})") from error
-    if not isinstance(document, dict):
-        raise JwksError("it is not a JSON object")
-    entries = document.get("keys")
-    if not isinstance(entries, list):
-        raise JwksError("it is not a JWK set (an object with a 'keys' array)")
-    keys: list[Key] = []
-    for index, entry in enumerate(entries):
-        key = _public_signature_key(entry, index)
-        if key is not None:
-            keys.append(key)
-    if not keys:
-        raise JwksError("it holds no usable public signature key")
-    return KeySet(keys)
-
-
-def _public_signature_key(entry: object, index: int) -> Key | None:
-    if not isinstance(entry, dict):
-        logger.info("JWKS key %d skipped: not an object", index)
-        return None
-    # A symmetric secret has no place in a published key set; a key for encryption signs nothing.
-    if entry.get("kty") == "oct" or entry.get("use", "sig") != "sig":
-        logger.info("JWKS key %d skipped: not a public signature key", index)
-        return None
-    try:
-        key = JWKRegistry.import_key(entry)
-        if key.is_private:
-            # Keep only the public half of a key published by mistake with its private part.
-            key = JWKRegistry.import_key(key.as_dict(private=False))
-    except (JoseError, ValueError, TypeError, KeyError) as error:
-        logger.info("JWKS key %d skipped: %s", index, error)
-        return None
-    return key

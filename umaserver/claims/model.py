@@ -1,8 +1,8 @@
 """Claims about a requesting party, and where they came from.
 
 Every claim the server gathers, pushed by a client or vouched for by an identity provider, becomes a
-`Claim`: one name and its value, with its provenance (claim type, issuer, client, time). The rule
-engine sees nothing else. Plain Python: no Flask here.
+`Claim` (a record of `storage.records`): one name and its value, with its provenance (claim
+type, issuer, client, time). The rule engine sees nothing else. Plain Python: no Flask here.
 """
 
 from __future__ import annotations
@@ -13,29 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import echo
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One claim about the requesting party of a ticket.
-
-    `type` is the claim type of the claim object it arrived in (a deployment's custom type,
-    `claim-client-claims-oidc-1.0`, `claim-client-assertion-saml-1.0`), or
-    `claim-client-redirect-1.0` for a claim this server gathered from the requesting party who
-    signed in here; `issuer` is who vouches for it: the pushing client's id for plain pushed claims,
-    the identity provider's entity id or OIDC issuer for verified ones, this server's issuer for a
-    local user's attributes. `subject` is whom a verified or gathered claim is about at that issuer
-    (the ID token's `sub`, the assertion's NameID, the local user's `sub`); None for a client's
-    plain word.
-    """
-
-    type: str
-    name: str
-    value: Any
-    issuer: str
-    client_id: str
-    gathered_at: int
-    subject: str | None = None
+from ..storage.records import Claim
 
 
 class ClaimsError(Exception):

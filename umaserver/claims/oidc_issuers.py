@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from joserfc.jwk import KeySet
 
-from umaserver.claims.key_sets import load_jwks_file
+from umaserver.claims.jwks import load_jwks_file
 
 #: Asymmetric JWS algorithms only. "none" proves nothing, and an HMAC "secret" would be the
 #: provider's public key, which anyone can read (the classic RS256/HS256 confusion).

@@ -30,7 +30,8 @@ from signxml.algorithms import CanonicalizationMethod, DigestAlgorithm, Signatur
 from signxml.exceptions import InvalidCertificate, SignXMLException
 from signxml.verifier import SignatureConfiguration, VerifyResult, XMLVerifier
 
-from .model import SAML_TYPE, Claim, ClaimsError
+from ..storage.records import Claim
+from .model import SAML_TYPE, ClaimsError
 
 SAML_NS = "urn:oasis:names:tc:SAML:2.0:assertion"
 SAMLP_NS = "urn:oasis:names:tc:SAML:2.0:protocol"

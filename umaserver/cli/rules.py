@@ -9,10 +9,10 @@ from typing import Any
 
 import click
 
-from ..claims.verifiers import ConfiguredVerifiers
 from ..config import Config, ConfigError, load_config
 from ..policy.rule_file import PolicyError, load_rules
 from ..services import explain
+from ..services.claim_verifiers import ConfiguredVerifiers
 from ..services.decision import owner_name
 from ..services.owner_rules import check_stored_rules, effective_rules
 from ..storage import describe, is_postgresql

@@ -26,7 +26,8 @@ from flask import Blueprint, Response, abort, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from ..api.bearer import AUTHORIZATION_SCOPE, PROTECTION_SCOPE
-from ..api.token import OAuthClient, authorization_error_redirect, authorization_server
+from ..api.code_grants import OAuthClient
+from ..api.token import authorization_error_redirect, authorization_server
 from ..runtime import runtime
 from ..services import consents
 from ..storage.per_request import storage

@@ -13,7 +13,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..claims.model import OIDC_TYPE, SAML_TYPE, Claim
+from ..claims.model import OIDC_TYPE, SAML_TYPE
+from ..storage.records import Claim
 from .evaluation import Check, Evaluation, evaluate
 from .rules import Condition, ResourceSetRef, Rule, RuleSet
 

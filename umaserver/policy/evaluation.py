@@ -11,7 +11,8 @@ import itertools
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..claims.model import REDIRECT_TYPE, Claim
+from ..claims.model import REDIRECT_TYPE
+from ..storage.records import Claim
 from .rules import Condition, Rule
 
 

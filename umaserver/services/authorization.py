@@ -20,7 +20,6 @@ from typing import Any, Literal
 from .. import secrets_at_rest
 from ..claims.model import (
     Assertion,
-    Claim,
     ClaimBounds,
     ClaimsError,
     ClaimsUnavailable,
@@ -31,7 +30,7 @@ from ..config import Lifetimes, Limits
 from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable, echo
 from ..policy.decision import NeededClaim, redirect_label
 from ..storage import Storage
-from ..storage.records import AccessToken, AssertionUse, Client, Ticket
+from ..storage.records import AccessToken, AssertionUse, Claim, Client, Ticket
 from . import gathering, rpts
 from .decision import AccessRequest, RulesFor, Supplier, decide_access, gatherable, owner_name
 from .ticket_claims import within_ticket_bound

@@ -16,12 +16,12 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE, Claim, Verifiers, suppliable
+from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE, Verifiers, suppliable
 from ..claims.oidc_issuers import OidcIssuer
 from ..policy.decision import Decision, decide
 from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage import Storage
-from ..storage.records import ResourceSet, User
+from ..storage.records import Claim, ResourceSet, User
 
 # The rules that decide about one owner's sets, given the owner as rules name owners (a username,
 # or client:<client_id>), read through this storage handle (in the caller's transaction, if any):

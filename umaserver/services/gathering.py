@@ -27,12 +27,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .. import secrets_at_rest
-from ..claims.model import REDIRECT_TYPE, Claim, Verifiers
+from ..claims.model import REDIRECT_TYPE, Verifiers
 from ..config import Limits
 from ..errors import InvalidRequest
 from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage import Storage
-from ..storage.records import AccessToken, ClaimsHandle, Client, ResourceSet, Ticket, User
+from ..storage.records import AccessToken, Claim, ClaimsHandle, Client, ResourceSet, Ticket, User
 from .decision import AccessRequest, RulesFor, Supplier, decide_access, owner_name
 from .ticket_claims import within_ticket_bound
 

@@ -3,9 +3,9 @@ for claims pushed to the authorization request and claims gathered at `/rqp_clai
 
 from __future__ import annotations
 
-from ..claims.model import Claim
 from ..config import Limits
 from ..errors import InvalidRequest
+from ..storage.records import Claim
 
 
 def within_ticket_bound(held: list[Claim], claims: tuple[Claim, ...], limits: Limits) -> None:

@@ -27,11 +27,11 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from ..claims.model import Claim
 from .records import (
     AccessToken,
     AssertionUse,
     AuthorizationCode,
+    Claim,
     ClaimsHandle,
     Client,
     Consent,

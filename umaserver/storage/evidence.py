@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from ..claims.model import Claim
 from .handle import Handle
-from .records import AssertionUse
+from .records import AssertionUse, Claim
 
 
 class Evidence(Handle):

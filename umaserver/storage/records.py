@@ -178,6 +178,29 @@ class Permission:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """One claim about the requesting party of a ticket.
+
+    `type` is the claim type of the claim object it arrived in (a deployment's custom type,
+    `claim-client-claims-oidc-1.0`, `claim-client-assertion-saml-1.0`), or
+    `claim-client-redirect-1.0` for a claim this server gathered from the requesting party who
+    signed in here; `issuer` is who vouches for it: the pushing client's id for plain pushed claims,
+    the identity provider's entity id or OIDC issuer for verified ones, this server's issuer for a
+    local user's attributes. `subject` is whom a verified or gathered claim is about at that issuer
+    (the ID token's `sub`, the assertion's NameID, the local user's `sub`); None for a client's
+    plain word.
+    """
+
+    type: str
+    name: str
+    value: Any
+    issuer: str
+    client_id: str
+    gathered_at: int
+    subject: str | None = None
+
+
+@dataclass(frozen=True)
 class AssertionUse:
     """One acceptance of a verified SAML assertion or ID token (by issuer and its ID: the
     assertion's ID; `jti:<jti>`, else `sha256:<digest of the token>`, for an ID token): for which

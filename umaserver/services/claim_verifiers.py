@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..claims.id_tokens import oidc_value
+from ..claims.key_sets import KeySets
+from ..claims.model import OIDC_TYPE, SAML_TYPE, Assertion, ClaimsError, VerifiedClaims
+from ..claims.saml import SamlSettings, assertion_claims, verify_assertion
 from ..config import Config
-from .id_tokens import oidc_value
-from .key_sets import KeySets
-from .model import OIDC_TYPE, SAML_TYPE, Assertion, ClaimsError, VerifiedClaims
-from .saml import SamlSettings, assertion_claims, verify_assertion
 
 
 class ConfiguredVerifiers:
