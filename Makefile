@@ -1,11 +1,12 @@
 # `make run`: set up and serve on http://127.0.0.1:8080.  `make test`: set up and run every check.
 # `make bench` (QUICK=1 for a short subset): the benchmark, see bench/README.md.
+# `make bench-ab [BASE=<commit>]`: the benchmark's regression gate, an A/B of BASE against this checkout.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CONFIG := local.toml
 
-.PHONY: run test lint typecheck unit unit-postgresql fuzz bench bench-deps clean system-deps npm-deps
+.PHONY: run test lint typecheck unit unit-postgresql fuzz bench bench-ab bench-deps clean system-deps npm-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -113,6 +114,14 @@ bench-deps:
 
 bench: $(VENV)/.bench-installed bench-deps npm-deps
 	QUICK=$(QUICK) $(BIN)/python bench/run.py
+
+# The regression gate (bench/README.md, bench/ab.py): the main table's paths at concurrency 1 and 8,
+# BASE against this checkout (uncommitted changes included), three interleaved rounds on one
+# machine; it fails when a path is more than 5% slower. BASE defaults to where this branch left
+# main (on main: HEAD~1).
+BASE ?=
+bench-ab: $(VENV)/.bench-installed bench-deps
+	$(BIN)/python bench/ab.py $(if $(BASE),--base $(BASE))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache $(OIDC_PROVIDER)/node_modules

@@ -9,6 +9,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench import targets
+from bench.targets import row as _row
+
 if TYPE_CHECKING:
     from bench.plan import Plan, Result
 
@@ -63,10 +66,6 @@ def _ms(value: float) -> str:
     return f"{value:.1f}"
 
 
-def _row(cells: Sequence[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
 def _processes_table(results: Sequence[Result]) -> list[str]:
     """Throughput by backend and number of server processes, one row per path and backend."""
     counts = sorted({int(r.server.rsplit("x", 1)[1]) for r in results})
@@ -110,7 +109,16 @@ def _processes_table(results: Sequence[Result]) -> list[str]:
     return lines
 
 
-def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: list[Result]) -> None:
+def write(
+    out: Path,
+    plan: Plan,
+    about: dict[str, str],
+    config: str,
+    results: list[Result],
+    committed: tuple[targets.Committed, str] | None = None,
+) -> None:
+    """`committed`: the committed run and where it was read (targets.read_committed), which the
+    p99 targets and the comparison are against."""
     out.mkdir(parents=True, exist_ok=True)
     _fill_fractions(results)
     (out / "latest.json").write_text(
@@ -169,11 +177,26 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
         "Fraction: of the bare route (a constant JSON object from a bare Flask route on the same "
         "`make_server` and settings) at the same concurrency, in the same run: the mean of its "
         "two runs, before the paths and again after them (their difference is the machine's "
-        "drift over the table).",
+        "drift over the table). Target: the floor of the fraction at concurrency "
+        f"{targets.FLOOR_CONCURRENCY}, and p99 at concurrency {targets.P99_CONCURRENCY} at most "
+        f"{targets.P99_FACTOR:g} times the committed run's (see Targets).",
         "",
-        _row(["path", "concurrency", "req/s", "fraction", "p50", "p95", "p99", "peak RSS MB"]),
-        _row(["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]),
+        _row(
+            [
+                "path",
+                "concurrency",
+                "req/s",
+                "fraction",
+                "target",
+                "p50",
+                "p95",
+                "p99",
+                "peak RSS MB",
+            ]
+        ),
+        _row(["---", "---:", "---:", "---:", "---", "---:", "---:", "---:", "---:"]),
     ]
+    baseline, where = committed if committed else (None, "")
     for r in main:
         lines.append(
             _row(
@@ -182,6 +205,7 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
                     str(r.concurrency),
                     _rps(r),
                     _fraction(r),
+                    targets.target_cell(r, baseline),
                     _ms(r.p50_ms),
                     _ms(r.p95_ms),
                     _ms(r.p99_ms),
@@ -189,6 +213,9 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
                 ]
             )
         )
+    lines += targets.summary(results, baseline, where, plan.quick)
+    if baseline is not None:
+        lines += targets.versus_table(targets.versus_committed(results, baseline), baseline, where)
     guni = [r for r in results if r.section == "gunicorn"]
     if guni:
         waitress8 = {r.path: r for r in main if r.concurrency == 8}
@@ -234,11 +261,12 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
     processes = [r for r in results if r.section == "processes"]
     if processes:
         lines += _processes_table(processes)
+    lines += ["", "## Peers (reported without a target)"]
     peer = [r for r in results if r.section == "peer"]
     if peer:
         lines += [
             "",
-            "## The peer: oidc-provider",
+            "### oidc-provider (measured)",
             "",
             f"oidc-provider {about['oidc-provider']} on Node.js {about['node']} "
             "(tests/oidc_provider/provider.mjs), one client with client_credentials, the same token "
@@ -285,6 +313,20 @@ def write(out: Path, plan: Plan, about: dict[str, str], config: str, results: li
                             ]
                         )
                     )
+    token = next(
+        (
+            r
+            for r in main
+            if r.path == "token (client_credentials)" and r.concurrency == 8 and not r.failure
+        ),
+        None,
+    )
+    served = [r.rss_mb for r in main if r.server == "umaserver/waitress"]
+    lines += targets.keycloak_lines(
+        token.rps if token else None,
+        about["pinning"].startswith("server on core"),
+        max(served) if served else None,
+    )
     growth_rows = [
         r for r in results if r.section == "growth" and not r.path.startswith("bare route")
     ]

@@ -825,6 +825,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     options = parser.parse_args(argv)
     check_tools()
+    from bench import targets
+
+    committed = targets.read_committed(ROOT)  # before this run overwrites latest.md
     plan = Plan.make(options.quick, options.duration, options.warmup)
     placement = cores()
     started = time.monotonic()
@@ -848,7 +851,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     about["elapsed"] = f"{time.monotonic() - started:.0f} s"
     from bench.report import write
 
-    write(options.out, plan, about, config_text, runner.results)
+    write(options.out, plan, about, config_text, runner.results, committed)
+    if committed is not None:
+        baseline, where = committed
+        rows = targets.versus_committed(runner.results, baseline)
+        print("\n".join(targets.versus_lines(rows, baseline, where)), flush=True)
     print(f"wrote {options.out / 'latest.md'} in {about['elapsed']}", flush=True)
     failed = [result for result in runner.results if result.failure]
     if failed:
