@@ -7,13 +7,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bench import targets
+from bench.plan import GROWTH_PATHS, Plan, Result
 from bench.targets import row as _row
-
-if TYPE_CHECKING:
-    from bench.plan import Plan, Result
 
 # Our path -> the peer's path it is compared with.
 PEER_PAIRS = {
@@ -491,8 +488,6 @@ def _chart(path: Path, results: Sequence[Result]) -> str | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from bench.plan import GROWTH_PATHS
 
     figure, axes = plt.subplots(figsize=(8, 5))
     drawn = False

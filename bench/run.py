@@ -50,8 +50,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/run.py`: the checkout is not on sys.path
     sys.path.insert(0, str(ROOT))
 
-from bench import seed  # noqa: E402
+from bench import seed, targets  # noqa: E402
 from bench.plan import Plan, Result  # noqa: E402
+from bench.report import write  # noqa: E402
 from tests.flows import DOCTORS_MAY_VIEW, EMPLOYEE, HttpApi, endpoints  # noqa: E402
 
 BENCH = ROOT / "bench"
@@ -825,8 +826,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     options = parser.parse_args(argv)
     check_tools()
-    from bench import targets
-
     committed = targets.read_committed(ROOT)  # before this run overwrites latest.md
     plan = Plan.make(options.quick, options.duration, options.warmup)
     placement = cores()
@@ -849,8 +848,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         config_text = config.read_text(encoding="utf-8")
         uma.store.close()
     about["elapsed"] = f"{time.monotonic() - started:.0f} s"
-    from bench.report import write
-
     write(options.out, plan, about, config_text, runner.results, committed)
     if committed is not None:
         baseline, where = committed
