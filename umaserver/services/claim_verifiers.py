@@ -1,5 +1,5 @@
 """The claim verifiers of this deployment: SAML assertions and ID tokens checked against the
-identity providers listed in the config. Plain Python; `claims.read_claim_objects` calls them."""
+identity providers listed in the config. Plain Python; `claims.model.read_claim_objects` calls them."""
 
 from __future__ import annotations
 

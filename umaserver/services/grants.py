@@ -73,7 +73,7 @@ def issue_code(
     names), with a fresh family. Raises BadCodeChallenge for a challenge that is not S256.
 
     Whether the client must send a challenge (public clients must) is the caller's check
-    (`api.token.is_public`); the token endpoint checks it again."""
+    (`api.code_grants.is_public`); the token endpoint checks it again."""
     problem = code_challenge_problem(code_challenge, code_challenge_method)
     if problem is not None:
         raise BadCodeChallenge(problem)
