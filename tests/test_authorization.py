@@ -754,3 +754,51 @@ def test_a_request_is_answered_while_a_huge_rule_file_is_parsed(
     wait_until(
         lambda: len(policies.rules.rules) == 2002, message="the new rules were not swapped in"
     )
+
+
+# -- a ticket of several sets (made by UMA 2.0's permission endpoint) at the 1.0 request ---------
+
+
+def two_set_ticket(world: Flow, scopes: tuple[list[str], list[str]]) -> tuple[str, str, str]:
+    """A ticket for alice's Photos and a second photo set of hers, with these scopes each."""
+    second = world.register({"name": "Holidays", "scopes": ["view", "print"], "type": PHOTO_TYPE})
+    reply = world.api.post(
+        world.endpoints["permission_registration_endpoint"],
+        json=[
+            {"resource_id": world.rs_id, "resource_scopes": scopes[0]},
+            {"resource_id": second, "resource_scopes": scopes[1]},
+        ],
+        headers=world.rs.auth,
+    )
+    assert reply.status == 201, reply.text
+    return reply.json["ticket"], world.rs_id, second
+
+
+def test_one_grant_adds_a_permission_for_every_set_of_the_ticket(world: Flow) -> None:
+    ticket, first, second = two_set_ticket(world, (["view"], ["view", "print"]))
+    granted = world.ask(ticket, [doctor(), email()])
+    assert granted.status == 201, granted.text
+    answer = world.introspect(granted.json["rpt"])
+    assert {(p["resource_set_id"], tuple(p["scopes"])) for p in answer["permissions"]} == {
+        (first, ("view",)),
+        (second, ("view", "print")),
+    }
+
+
+def test_a_ticket_of_several_sets_asks_for_what_each_still_needs(world: Flow) -> None:
+    ticket, _, _ = two_set_ticket(world, (["view"], ["print"]))
+    # One set needs the doctor's role, the other the colleague's email: both are asked for.
+    body = assert_error(world.ask(ticket), 403, "need_claims")
+    assert sorted(needed["name"] for needed in body["need_claims"]) == ["email", "role"]
+    # With one of the two, the other is still asked for: no partial grant.
+    body = assert_error(world.ask(ticket, [doctor()]), 403, "need_claims")
+    assert [needed["name"] for needed in body["need_claims"]] == ["email"]
+    assert world.ask(ticket, [email()]).status == 201
+
+
+def test_a_ticket_of_several_sets_is_refused_when_one_can_never_be_granted(world: Flow) -> None:
+    ticket, _, _ = two_set_ticket(world, (["view"], ["print"]))
+    assert_error(
+        world.ask(ticket, [doctor(), email("bob@elsewhere.test")]), 403, "not_authorized_permission"
+    )
+    assert_error(world.ask(ticket, [doctor(), email()]), 400, "invalid_ticket")

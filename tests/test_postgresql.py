@@ -18,7 +18,7 @@ from umaserver import create_app
 from umaserver.cli import main as cli_main
 from umaserver.config import ConfigError, load_config
 from umaserver.storage import PostgreSQLSettings, SchemaError, open_storage
-from umaserver.storage.migrations import current_version
+from umaserver.storage.migrations import current_version, step
 from umaserver.storage.postgresql import pool
 from umaserver.storage.postgresql.migrate import FIRST_VERSION
 
@@ -150,11 +150,19 @@ def test_serving_and_commands_refuse_a_database_init_has_not_prepared(
         assert conn.execute("SELECT to_regclass('schema_migrations')").fetchone() == (None,)
 
 
-def test_serving_refuses_an_older_schema_and_init_upgrades_it(
-    tmp_path: Path, prepared: str
-) -> None:
-    with psycopg.connect(prepared, autocommit=True) as conn:
-        conn.execute("DELETE FROM schema_migrations WHERE version = %s", (current_version(),))
+def test_serving_refuses_an_older_schema_and_init_upgrades_it(tmp_path: Path, empty: str) -> None:
+    # A database left at the version before this code's, by the released steps themselves.
+    older = current_version() - 1
+    with psycopg.connect(empty, autocommit=True) as conn:
+        for version in range(FIRST_VERSION, older + 1):
+            if step("postgresql", version).strip():
+                conn.execute(step("postgresql", version).encode("utf-8"))
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (%s, 1)",
+                [(version,) for version in range(1, older + 1)],
+            )
+    prepared = empty
     config = write(tmp_path, config_text(prepared))
     with pytest.raises(SchemaError, match=r"older.*init"):
         create_app(load_config(config), clock=FakeClock())

@@ -68,6 +68,7 @@ def test_read_returns_description_id_policy_uri_and_extensions(
     assert response.status_code == 200
     assert response.json == {
         **body,
+        "resource_scopes": body["scopes"],  # UMA 2.0's name of the same list
         "_id": rs_id,
         "user_access_policy_uri": f"http://uma.test/policy/resource_set/{rs_id}",
     }

@@ -96,6 +96,13 @@ class InvalidResourceSetId(APIError):
     description = "No resource set with this id is registered for this owner and resource server."
 
 
+class InvalidResourceId(APIError):
+    """UMA 2.0's name for `InvalidResourceSetId` (Federated Authorization 4.3)."""
+
+    error = "invalid_resource_id"
+    description = "No resource with this id is registered for this owner and resource server."
+
+
 class InvalidScope(APIError):
     error = "invalid_scope"
     description = "A scope is not registered on the resource set."

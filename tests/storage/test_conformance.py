@@ -19,9 +19,14 @@ from umaserver.storage.records import (
     Client,
     Consent,
     FetchedImage,
+    HeldClaim,
     InitialAccessToken,
     OwnedResourceSet,
+    Pct,
     Permission,
+    RequestedPermission,
+    ResourceSet,
+    Rpt,
     Session,
     Ticket,
     TicketState,
@@ -624,15 +629,113 @@ def test_expired_handles_are_forgotten_and_go_with_their_ticket(store: Storage) 
 
 
 @pytest.mark.parametrize("state", ["open", "granted", "finished", "unknown"])
-def test_the_scopes_of_only_an_open_ticket_are_replaced(
+def test_the_pairs_of_only_an_open_ticket_are_replaced(
     store: Storage, state: TicketState | Literal["unknown"]
 ) -> None:
     ticket = None if state == "unknown" else make_ticket(store, state=state)
     digest = ticket.digest if ticket else "no-such-ticket"
-    assert store.set_ticket_scopes(digest, ("edit", "print")) is (state == "open")
+    other = make_set(store)
+    pairs = (
+        RequestedPermission(ticket.resource_set_id if ticket else other.id, ("edit", "print")),
+        RequestedPermission(other.id, ("view",)),
+    )
+    assert store.set_ticket_permissions(digest, pairs) is (state == "open")
     if ticket is not None:
-        expected = ("edit", "print") if state == "open" else ticket.scopes
-        assert store.get_ticket(digest) == replace(ticket, scopes=expected)
+        expected = pairs if state == "open" else ticket.permissions
+        assert store.get_ticket(digest) == Ticket.asking(
+            expected,
+            digest=digest,
+            owner=ticket.owner,
+            client_id=ticket.client_id,
+            created_at=ticket.created_at,
+            expires_at=ticket.expires_at,
+            state=ticket.state,
+        )
+    if state == "open":  # and back to one pair
+        assert store.set_ticket_permissions(digest, pairs[1:]) is True
+        found = store.get_ticket(digest)
+        assert found is not None and found.permissions == pairs[1:]
+
+
+def several_pairs(store: Storage, *sets: ResourceSet, digest: str = "ticket-n") -> Ticket:
+    ticket = Ticket.asking(
+        tuple(RequestedPermission(rs.id, (f"scope-{n}",)) for n, rs in enumerate(sets)),
+        digest=digest,
+        owner=sets[0].owner,
+        client_id=sets[0].client_id,
+        created_at=T,
+        expires_at=T + HOUR,
+        requesting_party="client:the-client",
+    )
+    store.add_ticket(ticket)
+    return ticket
+
+
+def test_a_ticket_keeps_every_pair_in_order(store: Storage) -> None:
+    sets = [make_set(store) for _ in range(4)]
+    ticket = several_pairs(store, *sets)
+    found = store.get_ticket(ticket.digest)
+    assert found == ticket
+    assert found is not None and [pair.resource_set_id for pair in found.permissions] == [
+        rs.id for rs in sets
+    ]
+    assert found.requesting_party == "client:the-client"
+    # Found by any of its sets, with all its pairs.
+    for rs in sets:
+        assert store.open_tickets_for(rs.id) == [ticket]
+
+
+def test_a_ticket_with_several_pairs_goes_with_its_first_set_and_loses_a_later_one(
+    store: Storage,
+) -> None:
+    first, later = make_set(store), make_set(store)
+    one = several_pairs(store, first, later, digest="ticket-a")
+    two = several_pairs(store, later, first, digest="ticket-b")
+    assert store.delete_resource_set(first.id, first.owner, first.client_id)
+    # Its first pair's set is the ticket's own row: the ticket goes with it (as a ticket of one
+    # pair always did); a later pair's set goes alone (the services end such a ticket first).
+    assert store.get_ticket(one.digest) is None
+    found = store.get_ticket(two.digest)
+    assert found is not None and found.permissions == two.permissions[:1]
+
+
+def test_a_rotated_ticket_goes_on_under_its_new_digest_and_the_old_one_stops(
+    store: Storage,
+) -> None:
+    sets = [make_set(store), make_set(store)]
+    ticket = several_pairs(store, *sets, digest="old-digest")
+    assert store.count_ticket_request(ticket.digest) == 1
+    store.record_claims(ticket.digest, "client:the-client", [claim("email", "a@x.test")])
+    handle = make_handle(store, ticket)
+
+    assert store.rotate_ticket("old-digest", "new-digest") is True
+
+    assert store.get_ticket("new-digest") == replace(ticket, digest="new-digest", requests=1)
+    assert store.get_ticket("old-digest") == replace(ticket, requests=1, state="finished")
+    assert store.gathered_claims("new-digest", "client:the-client") == [claim("email", "a@x.test")]
+    assert store.gathered_claims("old-digest", "client:the-client") == []
+    found = store.get_claims_handle(handle.digest)
+    assert found is not None and found.state == "void"
+    assert store.rotate_ticket("old-digest", "third-digest") is False  # only an open one
+    assert store.get_ticket("third-digest") is None
+    assert [t.digest for t in store.open_tickets_for(sets[1].id)] == ["new-digest"]
+
+
+def test_a_tickets_party_changes_and_its_claims_move_with_it(store: Storage) -> None:
+    ticket = several_pairs(store, make_set(store))
+    store.record_claims(ticket.digest, "client:the-client", [claim("email", "a@x.test")])
+    store.record_claims(ticket.digest, "someone-else", [claim("n", 1)])
+
+    assert store.set_ticket_party(ticket.digest, "sub-alice") is True
+
+    found = store.get_ticket(ticket.digest)
+    assert found is not None and found.requesting_party == "sub-alice"
+    assert store.gathered_claims(ticket.digest, "sub-alice") == [claim("email", "a@x.test")]
+    assert store.gathered_claims(ticket.digest, "client:the-client") == []
+    assert store.gathered_claims(ticket.digest, "someone-else") == [claim("n", 1)]
+    assert store.finish_ticket(ticket.digest)
+    assert store.set_ticket_party(ticket.digest, "sub-bob") is False
+    assert store.set_ticket_party("no-such-ticket", "sub-bob") is False
 
 
 # -- gathered claims -------------------------------------------------------------------------------
@@ -1422,3 +1525,79 @@ def test_a_scope_description_is_recorded(store: Storage) -> None:
         "https://scopes.example/r.png",
         0,
     )
+
+
+# -- persisted claims tokens (UMA 2.0) -------------------------------------------------------------
+
+
+def make_pct(
+    store: Storage,
+    digest: str = "pct-digest",
+    user_sub: str | None = None,
+    expires_at: int = T + HOUR,
+) -> Pct:
+    client = make_client(store)
+    pct = Pct(
+        digest, client.client_id, user_sub or f"client:{client.client_id}", user_sub, T, expires_at
+    )
+    store.add_pct(
+        pct,
+        [
+            HeldClaim(claim("email", "a@x.test"), T + HOUR),
+            HeldClaim(claim("role", "doctor"), T + 60),
+        ],
+    )
+    return pct
+
+
+def test_a_pct_keeps_its_claims_each_until_its_own_expiry(store: Storage) -> None:
+    pct = make_pct(store)
+    assert store.get_pct(pct.digest) == pct
+    assert store.get_pct("no-such-pct") is None
+    both = store.pct_claims(pct.digest, T)
+    assert [(held.claim, held.expires_at) for held in both] == [
+        (claim("email", "a@x.test"), T + HOUR),
+        (claim("role", "doctor"), T + 60),
+    ]
+    assert store.pct_claims(pct.digest, T + 60) == both[:1]  # expires_at > now: live
+    assert store.pct_claims("no-such-pct", T) == []
+
+
+def test_a_pct_is_revoked_once_and_its_person_sees_it(store: Storage) -> None:
+    alice = make_user(store)
+    pct = make_pct(store, user_sub=alice.sub)
+    assert store.pcts_of(alice.sub) == [pct]
+    assert store.revoke_pct(pct.digest) is True
+    assert store.revoke_pct(pct.digest) is False
+    assert store.revoke_pct("no-such-pct") is False
+    found = store.get_pct(pct.digest)
+    assert found == replace(pct, revoked=True) and not found.is_live(T)
+    assert store.pcts_of("someone-else") == []
+
+
+def test_a_pct_goes_with_its_person_and_its_client(store: Storage) -> None:
+    alice = make_user(store)
+    pct = make_pct(store, user_sub=alice.sub)
+    assert store.delete_user(alice.sub)
+    assert store.get_pct(pct.digest) is None
+    assert store.pct_claims(pct.digest, T) == []
+    clients = make_pct(store, digest="pct-of-a-client")
+    assert store.delete_client(clients.client_id)
+    assert store.get_pct(clients.digest) is None
+
+
+def test_expired_pcts_are_forgotten_with_their_claims(store: Storage) -> None:
+    expiring = [make_pct(store, f"pct-{n}", expires_at=T + n) for n in (10, 20, 30)]
+    kept = make_pct(store, "pct-kept", expires_at=T + 50)
+    assert store.delete_pcts_expired_before(T + 50, 2) == 2
+    assert store.delete_pcts_expired_before(T + 50, 2) == 1
+    assert store.delete_pcts_expired_before(T + 50, 2) == 0
+    assert all(store.get_pct(pct.digest) is None for pct in expiring)
+    assert store.get_pct(kept.digest) == kept and len(store.pct_claims(kept.digest, T)) == 2
+
+
+def test_an_rpt_of_the_2_0_grant_has_no_aat(store: Storage) -> None:
+    client = make_client(store)
+    rpt = Rpt("rpt-of-a-client", "seed", None, client.client_id, "client:x", T, T + HOUR)
+    store.add_rpt(rpt)
+    assert store.get_rpt(rpt.digest) == rpt

@@ -13,7 +13,11 @@ from ..errors import NotFound, UnsupportedMethod
 from ..fetching import running
 from ..fetching.queue import resource_set_uris
 from ..runtime import runtime
-from ..services.registration import create_resource_set, replace_resource_set
+from ..services.registration import (
+    create_resource_set,
+    delete_resource_set,
+    replace_resource_set,
+)
 from ..storage.per_request import storage
 from ..storage.records import AccessToken
 from .bearer import PROTECTION_SCOPE, authenticate
@@ -72,7 +76,7 @@ def item(rs_id: str) -> Response:
         raise UnsupportedMethod(headers={"Allow": "GET, PUT, DELETE"})
     store = storage()
     if request.method == "DELETE":
-        if not store.delete_resource_set(rs_id, pat.owner, pat.client_id):
+        if not delete_resource_set(store, pat, rs_id):
             raise _not_found()
         deleted = Response(status=204)
         del deleted.headers["Content-Type"]  # no content, so no type of content
@@ -81,8 +85,10 @@ def item(rs_id: str) -> Response:
     if existing is None:
         raise _not_found()
     if request.method == "GET":
+        # Its scopes under both names: 1.0's `scopes` and 2.0's `resource_scopes`.
         body = {
             **existing.description,
+            "resource_scopes": list(existing.scopes),
             "_id": existing.id,
             "user_access_policy_uri": policy_uri(rs_id),
         }

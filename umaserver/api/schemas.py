@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from marshmallow import INCLUDE, Schema, ValidationError, fields, pre_load, validate
+from marshmallow import (
+    INCLUDE,
+    Schema,
+    ValidationError,
+    fields,
+    post_load,
+    pre_load,
+    validate,
+    validates_schema,
+)
 
 from ..errors import InvalidRequest
 
@@ -30,19 +39,25 @@ def _not_blank(value: str) -> None:
 
 
 class ResourceSetDescription(Schema):
-    """A resource set description: `name` and `scopes` required (as in V1.0.1); extension
-    properties kept as registered."""
+    """A resource set description, 1.0 or 2.0: scopes as `scopes` (1.0, with `name` required as in
+    V1.0.1) or `resource_scopes` (2.0, Federated Authorization 3.1, where `name` is optional), as
+    strings; both given must be the same list. `description` (2.0) is text. Extension properties
+    are kept as registered. Loaded, the scopes are under `scopes` alone: a read answers both."""
 
     class Meta:
         unknown = INCLUDE
         ordered = True
 
-    name = fields.String(required=True, validate=[_non_empty, _not_blank])
+    name = fields.String(validate=[_non_empty, _not_blank])
     scopes = fields.List(
         fields.String(validate=[_non_empty, _not_blank]),
-        required=True,
         validate=validate.Length(min=1, max=MAX_SCOPES),
     )
+    resource_scopes = fields.List(
+        fields.String(validate=[_non_empty, _not_blank]),
+        validate=validate.Length(min=1, max=MAX_SCOPES),
+    )
+    description = fields.String(validate=validate.Length(max=MAX_STRING))
     icon_uri = fields.String(validate=[_non_empty, _absolute_http_uri])
     uri = fields.String(validate=[_non_empty, _absolute_http_uri])
     type = fields.String(validate=[_non_empty, _not_blank])
@@ -51,6 +66,29 @@ class ResourceSetDescription(Schema):
     def _drop_server_properties(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
         # The server assigns these; a client's copy of them means nothing.
         return {k: v for k, v in data.items() if k not in ("_id", "user_access_policy_uri")}
+
+    @validates_schema(skip_on_field_errors=True)
+    def _scopes_once(self, data: dict[str, Any], **_: Any) -> None:
+        scopes, resource_scopes = data.get("scopes"), data.get("resource_scopes")
+        if resource_scopes is None:
+            if "name" not in data:
+                raise ValidationError(_MISSING, "name")
+            if scopes is None:
+                raise ValidationError(_MISSING, "scopes")
+        elif scopes is not None and scopes != resource_scopes:
+            raise ValidationError(
+                "scopes and resource_scopes differ: give one of them, or the same list in both."
+            )
+
+    @post_load
+    def _scopes_under_one_name(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        resource_scopes = data.pop("resource_scopes", None)
+        if resource_scopes is not None:
+            data["scopes"] = resource_scopes
+        return data
+
+
+_MISSING = "Missing data for required field."
 
 
 def _first_message(errors: Any, path: str = "") -> str:
@@ -81,7 +119,7 @@ def load(schema: Schema, data: dict[str, Any]) -> dict[str, Any]:
 
 
 class PermissionRequest(Schema):
-    """`POST /permission`: `{resource_set_id, scopes}`, scopes non-empty."""
+    """`POST /permission` of UMA 1.0: `{resource_set_id, scopes}`, scopes non-empty."""
 
     class Meta:
         unknown = INCLUDE
@@ -92,6 +130,25 @@ class PermissionRequest(Schema):
         required=True,
         validate=validate.Length(min=1, max=MAX_SCOPES),
     )
+
+
+class RequestedPermission(Schema):
+    """One requested permission of UMA 2.0 (Federated Authorization 4.1): `{resource_id,
+    resource_scopes}`, resource_scopes non-empty."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    resource_id = fields.String(required=True, validate=_non_empty)
+    resource_scopes = fields.List(
+        fields.String(validate=_non_empty),
+        required=True,
+        validate=validate.Length(min=1, max=MAX_SCOPES),
+    )
+
+
+# At most this many requested permissions in one 2.0 permission request.
+MAX_REQUESTED_PERMISSIONS = 50
 
 
 class ClaimObject(Schema):

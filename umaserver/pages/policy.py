@@ -87,8 +87,7 @@ def _reference_key() -> bytes:
 
 
 def _ref(resource_set: ResourceSet) -> ResourceSetRef:
-    description = resource_set.description
-    return ResourceSetRef(resource_set.id, description["name"], description.get("type"))
+    return ResourceSetRef(resource_set.id, resource_set.name, resource_set.description.get("type"))
 
 
 # -- the owner's rules ------------------------------------------------------------------------
@@ -228,7 +227,7 @@ def _render_set(
         "pages/policy_set.html",
         status,
         rs=resource_set,
-        name=description["name"],
+        name=resource_set.label,
         type=description.get("type"),
         icon_uri=description.get("icon_uri"),
         scopes=scopes,
@@ -318,7 +317,7 @@ def _render_edit(
         "pages/policy_rule.html",
         status,
         rs=resource_set,
-        name=resource_set.description["name"],
+        name=resource_set.label,
         scopes=[str(scope) for scope in resource_set.description.get("scopes", [])],
         rule_id=rule_id,
         rule_form=form,

@@ -128,7 +128,6 @@ def rqp_claims_page() -> BaseResponse:
         "pages/rqp_claims.html",
         form_action=(_origin(visit.redirect_uri),),
         visit=visit,
-        scopes=visit.ticket.scopes,
         user=user,
         identity=identity,
         unlinked=unlinked,

@@ -173,7 +173,7 @@ def decide(
     # Kept, not yet turned into reasons: the authorization endpoint never asks for them.
     explanation = _Explanation(owned, evaluations, resource_set, requested)
     covering = list(evaluations.values())
-    name = resource_set.name
+    name = resource_set.name or resource_set.id  # a 2.0 registration may give no name
 
     def deny(summary: str) -> Decision:
         return Decision("deny", (), (), summary, _explanation=explanation)
@@ -267,7 +267,8 @@ def _verdict(
 ) -> RuleVerdict:
     if evaluation is None:
         reason = (
-            f"does not cover resource set {resource_set.name!r} ({rule.resource_sets.description})"
+            f"does not cover resource set {resource_set.name or resource_set.id!r}"
+            f" ({rule.resource_sets.description})"
         )
         return RuleVerdict(rule.id, False, (reason,))
     reasons = [check.reason() for check in evaluation.checks]

@@ -30,7 +30,7 @@ class ResourceSetRef:
     """The resource set a request is about, as its resource server registered it."""
 
     id: str
-    name: str
+    name: str | None  # a 2.0 registration may give none
     type: str | None
 
 
@@ -49,7 +49,7 @@ class ResourceSetSelector:
         return (
             self.everything
             or resource_set.id in self.ids
-            or resource_set.name in self.names
+            or (resource_set.name is not None and resource_set.name in self.names)
             or (resource_set.type is not None and resource_set.type in self.types)
         )
 
@@ -125,7 +125,8 @@ class _Coverage:
     def covering(self, resource_set: ResourceSetRef) -> list[int]:
         found = set(self._everything)
         found.update(self._by_id.get(resource_set.id, ()))
-        found.update(self._by_name.get(resource_set.name, ()))
+        if resource_set.name is not None:
+            found.update(self._by_name.get(resource_set.name, ()))
         if resource_set.type is not None:
             found.update(self._by_type.get(resource_set.type, ()))
         return sorted(found)

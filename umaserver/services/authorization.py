@@ -32,7 +32,14 @@ from ..policy.decision import NeededClaim, redirect_label
 from ..storage import Storage
 from ..storage.records import AccessToken, AssertionUse, Claim, Client, Ticket
 from . import gathering, rpts
-from .decision import AccessRequest, RulesFor, Supplier, decide_access, gatherable, owner_name
+from .decision import (
+    MissingResourceSet,
+    RulesFor,
+    Supplier,
+    decide_ticket,
+    gatherable,
+    owner_name,
+)
 from .ticket_claims import within_ticket_bound
 
 log = logging.getLogger("umaserver.decisions")
@@ -180,9 +187,6 @@ def request_authorization(
         storage.transaction(),
     ):
         ticket = _open_ticket(storage, unverified_ticket, now)
-        resource_set = storage.find_resource_set(ticket.resource_set_id)
-        if resource_set is None:
-            raise InvalidTicket()
         for assertion in pushed.assertions:
             use = AssertionUse(
                 assertion.issuer, assertion.assertion_id, ticket.digest, party, assertion.expires_at
@@ -203,31 +207,23 @@ def request_authorization(
         # A new request on the ticket voids the handles of earlier redirect_required answers.
         storage.void_claims_handles(ticket.digest)
         owner = owner_name(storage, ticket.owner)
-        decision = decide_access(
-            rules(storage, owner),
-            AccessRequest(
-                owner=owner,
-                resource_set=resource_set,
-                scopes=ticket.scopes,
-                client=Supplier.of(
-                    client.client_id, client.push_claim_types, verifiers, can_gather
-                ),
-                requesting_party=party,
-                claims=claims,
-            ),
-        )
+        try:
+            decision = decide_ticket(
+                storage,
+                rules(storage, owner),
+                owner,
+                ticket.permissions,
+                Supplier.of(client.client_id, client.push_claim_types, verifiers, can_gather),
+                party,
+                claims,
+            )
+        except MissingResourceSet:
+            raise InvalidTicket() from None
         if decision.outcome == "grant":
             if not storage.consume_ticket(ticket.digest):  # cannot happen under the lock
                 raise InvalidTicket()
             rpt = rpts.grant(
-                storage,
-                now,
-                aat,
-                unverified_rpt,
-                resource_set.id,
-                ticket.scopes,
-                lifetimes,
-                rpt_key,
+                storage, now, aat, unverified_rpt, ticket.permissions, lifetimes, rpt_key
             )
             outcome = Outcome("grant", rpt=rpt)
         elif decision.outcome == "deny":
@@ -251,8 +247,8 @@ def request_authorization(
         "decision=%s owner=%s resource_set=%s scopes=%s client=%s rules=%s requests=%d",
         outcome.kind,
         owner,
-        ticket.resource_set_id,
-        ",".join(ticket.scopes),
+        ",".join(pair.resource_set_id for pair in ticket.permissions),
+        ";".join(",".join(pair.scopes) for pair in ticket.permissions),
         client.client_id,
         ",".join(decision.rule_ids) or "-",
         requests,

@@ -14,14 +14,14 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE, Verifiers, suppliable
 from ..claims.oidc_issuers import OidcIssuer
-from ..policy.decision import Decision, decide
+from ..policy.decision import Decision, NeededClaim, RedirectNeed, decide
 from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage import Storage
-from ..storage.records import Claim, ResourceSet, User
+from ..storage.records import Claim, RequestedPermission, ResourceSet, User
 
 # The rules that decide about one owner's sets, given the owner as rules name owners (a username,
 # or client:<client_id>), read through this storage handle (in the caller's transaction, if any):
@@ -105,18 +105,78 @@ class AccessRequest:
 
 
 def decide_access(rules: RuleSet, request: AccessRequest) -> Decision:
-    description = request.resource_set.description
+    resource_set = request.resource_set
     return decide(
         rules,
         owner=request.owner,
         resource_set=ResourceSetRef(
-            id=request.resource_set.id, name=description["name"], type=description.get("type")
+            id=resource_set.id, name=resource_set.name, type=resource_set.description.get("type")
         ),
         scopes=request.scopes,
         claims=request.claims,
         can_supply=request.client.can_supply,
         can_gather=request.client.can_gather,
     )
+
+
+@dataclass(frozen=True)
+class TicketDecision:
+    """The decision on every (set, scopes) pair of a ticket: grant when each pair is granted, deny
+    when any pair can never be, else the claims to ask for (the pairs' needs, each claim once) or a
+    redirect of the requesting party (when no pair needs a claim the client can push). No partial
+    grants."""
+
+    outcome: Literal["grant", "need_claims", "deny"]
+    pairs: tuple[tuple[ResourceSet, tuple[str, ...], Decision], ...]
+    need_claims: tuple[NeededClaim, ...] = ()
+    redirect: RedirectNeed | None = None
+
+    @property
+    def rule_ids(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(i for _, _, decision in self.pairs for i in decision.rule_ids))
+
+
+class MissingResourceSet(Exception):
+    """A pair of the ticket names a set that is gone (its ticket should have ended with it)."""
+
+
+def decide_ticket(
+    storage: Storage,
+    rules: RuleSet,
+    owner: str,
+    permissions: Sequence[RequestedPermission],
+    client: Supplier,
+    requesting_party: str,
+    claims: Sequence[Claim],
+) -> TicketDecision:
+    """`decide_access` for each pair of a ticket (the sets read through `storage`), combined."""
+    pairs = []
+    for pair in permissions:
+        resource_set = storage.find_resource_set(pair.resource_set_id)
+        if resource_set is None:
+            raise MissingResourceSet(pair.resource_set_id)
+        decision = decide_access(
+            rules,
+            AccessRequest(owner, resource_set, pair.scopes, client, requesting_party, claims),
+        )
+        pairs.append((resource_set, pair.scopes, decision))
+    decisions = [decision for _, _, decision in pairs]
+    if all(decision.outcome == "grant" for decision in decisions):
+        return TicketDecision("grant", tuple(pairs))
+    if any(decision.outcome == "deny" for decision in decisions):
+        return TicketDecision("deny", tuple(pairs))
+    needed = tuple(
+        {(claim.type, claim.name): claim for d in decisions for claim in d.need_claims}.values()
+    )
+    redirects = [d.redirect for d in decisions if d.redirect is not None]
+    if needed or not redirects:
+        return TicketDecision("need_claims", tuple(pairs), needed)
+    redirect = RedirectNeed(
+        redirects[0].rule_id,
+        tuple(dict.fromkeys(name for r in redirects for name in r.claims)),
+        tuple(sorted({issuer for r in redirects for issuer in r.issuers})),
+    )
+    return TicketDecision("need_claims", tuple(pairs), redirect=redirect)
 
 
 def owner_name(storage: Storage, owner: str) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,7 +33,7 @@ from ..errors import InvalidRequest
 from ..policy.rules import ResourceSetRef, RuleSet
 from ..storage import Storage
 from ..storage.records import AccessToken, Claim, ClaimsHandle, Client, ResourceSet, Ticket, User
-from .decision import AccessRequest, RulesFor, Supplier, decide_access, owner_name
+from .decision import MissingResourceSet, RulesFor, Supplier, decide_ticket, owner_name
 from .ticket_claims import within_ticket_bound
 
 log = logging.getLogger("umaserver.gathering")
@@ -83,11 +83,16 @@ class Visit:
     handle_value: str
     handle: ClaimsHandle
     ticket: Ticket
-    resource_set: ResourceSet
+    resource_sets: tuple[ResourceSet, ...]  # of the ticket's pairs, in order
 
     @property
-    def resource_set_name(self) -> str:
-        return str(self.resource_set.description.get("name", self.resource_set.id))
+    def requested(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """What the page shows: each set the ticket asks for (as `ResourceSet.label` names it) and
+        its scopes."""
+        return tuple(
+            (resource_set.label, pair.scopes)
+            for resource_set, pair in zip(self.resource_sets, self.ticket.permissions, strict=True)
+        )
 
 
 @dataclass(frozen=True)
@@ -188,26 +193,37 @@ def arrive(
             " try again from this browser."
         )
     ticket = storage.get_ticket(handle.ticket_digest)
-    resource_set = storage.find_resource_set(ticket.resource_set_id) if ticket else None
-    if ticket is None or resource_set is None or ticket.state != "open" or ticket.expires_at <= now:
+    found = (
+        [storage.find_resource_set(pair.resource_set_id) for pair in ticket.permissions]
+        if ticket
+        else []
+    )
+    resource_sets = tuple(rs for rs in found if rs is not None)
+    if (
+        ticket is None
+        or len(resource_sets) != len(found)
+        or ticket.state != "open"
+        or ticket.expires_at <= now
+    ):
         raise ArrivalRefused(
             "The request this link belongs to is over. Go back to the application and try again.",
             over=True,
         )
-    return Visit(client, redirect_uri, state, handle_value, handle, ticket, resource_set)
+    return Visit(client, redirect_uri, state, handle_value, handle, ticket, resource_sets)
 
 
-def _gathered_names(rules: RuleSet, owner: str, resource_set: ResourceSet) -> dict[str, set[str]]:
-    """Which claims, by issuer, the owner's rules covering `resource_set` gather by redirect:
-    {claim name: accepted issuers ({"*"} for any)}."""
-    ref = ResourceSetRef(
-        id=resource_set.id,
-        name=str(resource_set.description.get("name", "")),
-        type=resource_set.description.get("type"),
-    )
+def _gathered_names(
+    rules: RuleSet, owner: str, resource_sets: Sequence[ResourceSet]
+) -> dict[str, set[str]]:
+    """Which claims, by issuer, the owner's rules covering any of `resource_sets` gather by
+    redirect: {claim name: accepted issuers ({"*"} for any)}."""
+    refs = [
+        ResourceSetRef(id=rs.id, name=rs.name, type=rs.description.get("type"))
+        for rs in resource_sets
+    ]
     names: dict[str, set[str]] = {}
     for rule in rules.rules_for(owner):
-        if not rule.resource_sets.covers(ref):
+        if not any(rule.resource_sets.covers(ref) for ref in refs):
             continue
         for condition in rule.conditions:
             if condition.types is not None and REDIRECT_TYPE not in condition.types:
@@ -267,7 +283,7 @@ def _finish(storage: Storage, visit: Visit, result: Result, username: str | None
         result.access,
         result.reason,
         visit.client.client_id,
-        visit.resource_set.id,
+        ",".join(rs.id for rs in visit.resource_sets),
         username or "-",
     )
     return result
@@ -306,7 +322,7 @@ def share(
         else:
             owner = owner_name(storage, ticket.owner)
             rules = rules_for(storage, owner)
-            names = _gathered_names(rules, owner, visit.resource_set)
+            names = _gathered_names(rules, owner, visit.resource_sets)
             claims = claims_to_record(
                 names,
                 user=user,
@@ -327,19 +343,18 @@ def share(
             except InvalidRequest as error:
                 raise GatheringFailed("invalid_request", error.description) from None
             storage.record_claims(ticket.digest, party, claims)
-            decision = decide_access(
-                rules,
-                AccessRequest(
-                    owner=owner,
-                    resource_set=visit.resource_set,
-                    scopes=ticket.scopes,
-                    client=Supplier.of(
-                        visit.client.client_id, visit.client.push_claim_types, verifiers
-                    ),
-                    requesting_party=party,
-                    claims=storage.gathered_claims(ticket.digest, party),
-                ),
-            )
+            try:
+                decision = decide_ticket(
+                    storage,
+                    rules,
+                    owner,
+                    ticket.permissions,
+                    Supplier.of(visit.client.client_id, visit.client.push_claim_types, verifiers),
+                    party,
+                    storage.gathered_claims(ticket.digest, party),
+                )
+            except MissingResourceSet:
+                raise GatheringFailed("invalid_request", "the ticket is no longer open") from None
             if decision.outcome == "grant":
                 result = Result("granted", "policy_holds")
             else:

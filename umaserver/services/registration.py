@@ -3,15 +3,16 @@ asks of this server. Every operation is scoped to the PAT's owner and resource s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
 from .. import secrets_at_rest
-from ..errors import InvalidResourceSetId, InvalidScope, echo
+from ..errors import APIError, InvalidResourceSetId, InvalidScope, echo
 from ..fetching.queue import queue_resource_set, resource_set_uris
 from ..storage import Storage
-from ..storage.records import AccessToken, ResourceSet, Ticket
+from ..storage.records import AccessToken, RequestedPermission, ResourceSet, Ticket
 
 
 def create_resource_set(
@@ -31,9 +32,10 @@ def replace_resource_set(
     storage: Storage, now: int, pat: AccessToken, rs_id: str, description: dict[str, Any]
 ) -> bool:
     """Replaces the description of one of this owner's and resource server's sets; False when
-    there is none. Its scope descriptions and icon are queued for the fetch job. A scope the update removes is taken out of the open tickets that ask for it (a
-    ticket left with none is finished) and out of the permissions on the set (a permission left
-    with none is deleted), in the same transaction."""
+    there is none. Its scope descriptions and icon are queued for the fetch job. A scope the update
+    removes is taken out of the open tickets that ask for it (a ticket left with a pair of no
+    scope is finished) and out of the permissions on the set (a permission left with none is
+    deleted), in the same transaction."""
     with storage.transaction():
         existing = storage.get_resource_set(rs_id, pat.owner, pat.client_id)
         if existing is None:
@@ -41,14 +43,19 @@ def replace_resource_set(
         storage.replace_resource_set(rs_id, pat.owner, pat.client_id, description, now)
         queue_resource_set(storage, description, now)
         kept = set(description["scopes"])
-        if set(existing.description["scopes"]) <= kept:
+        if set(existing.scopes) <= kept:
             return True
         for ticket in storage.open_tickets_for(rs_id):
-            scopes = tuple(scope for scope in ticket.scopes if scope in kept)
-            if not scopes:
+            narrowed = tuple(
+                replace(pair, scopes=tuple(s for s in pair.scopes if s in kept))
+                if pair.resource_set_id == rs_id
+                else pair
+                for pair in ticket.permissions
+            )
+            if any(not pair.scopes for pair in narrowed):
                 storage.finish_ticket(ticket.digest)
-            elif scopes != ticket.scopes:
-                storage.set_ticket_scopes(ticket.digest, scopes)
+            elif narrowed != ticket.permissions:
+                storage.set_ticket_permissions(ticket.digest, narrowed)
         for rpt_digest, permission in storage.permissions_on(rs_id):
             scopes = tuple(scope for scope in permission.scopes if scope in kept)
             if not scopes:
@@ -58,33 +65,55 @@ def replace_resource_set(
     return True
 
 
+def delete_resource_set(storage: Storage, pat: AccessToken, rs_id: str) -> bool:
+    """Deletes one of this owner's and resource server's sets, with the permissions on it; the
+    open tickets that ask for it, in any of their pairs, are finished. False when there is none."""
+    with storage.transaction():
+        if storage.get_resource_set(rs_id, pat.owner, pat.client_id) is None:
+            return False
+        for ticket in storage.open_tickets_for(rs_id):
+            storage.finish_ticket(ticket.digest)
+        return storage.delete_resource_set(rs_id, pat.owner, pat.client_id)
+
+
 def register_permission(
     storage: Storage,
     now: int,
     pat: AccessToken,
-    rs_id: str,
-    scopes: list[str],
+    requested: Sequence[tuple[str, Sequence[str]]],
     lifetime: int,
+    *,
+    unknown_set: type[APIError] = InvalidResourceSetId,
+    requesting_party: str | None = None,
 ) -> str:
-    """A ticket for one request of access to one of this owner's and resource server's sets;
-    raises InvalidResourceSetId, InvalidScope."""
-    resource_set = storage.get_resource_set(rs_id, pat.owner, pat.client_id)
-    if resource_set is None:
-        raise InvalidResourceSetId()
-    registered = set(resource_set.description["scopes"])
-    unknown = [scope for scope in scopes if scope not in registered]
-    if unknown:
-        raise InvalidScope(f"The scope {echo(unknown[0])} is not registered on this resource set.")
+    """A ticket for one request of access to one or more of this owner's and resource server's
+    sets: (set id, scopes) pairs, a set named twice asking for the scopes of both. Raises
+    `unknown_set` (1.0's InvalidResourceSetId, 2.0's InvalidResourceId) or InvalidScope."""
+    wanted: dict[str, list[str]] = {}
+    for rs_id, scopes in requested:
+        wanted.setdefault(rs_id, []).extend(scopes)
+    pairs = []
+    for rs_id, scopes in wanted.items():
+        resource_set = storage.get_resource_set(rs_id, pat.owner, pat.client_id)
+        if resource_set is None:
+            raise unknown_set()
+        unknown = [scope for scope in scopes if scope not in resource_set.scopes]
+        if unknown:
+            raise InvalidScope(
+                f"The scope {echo(unknown[0])} is not registered on the resource set"
+                f" {echo(resource_set.id)}."
+            )
+        pairs.append(RequestedPermission(resource_set.id, tuple(dict.fromkeys(scopes))))
     ticket = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
     storage.add_ticket(
-        Ticket(
+        Ticket.asking(
+            tuple(pairs),
             digest=secrets_at_rest.digest(ticket),
             owner=pat.owner,
             client_id=pat.client_id,
-            resource_set_id=resource_set.id,
-            scopes=tuple(dict.fromkeys(scopes)),
             created_at=now,
             expires_at=now + lifetime,
+            requesting_party=requesting_party,
         )
     )
     return ticket

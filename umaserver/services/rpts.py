@@ -8,12 +8,12 @@ behind the client's back).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from .. import secrets_at_rest
 from ..config import Lifetimes
 from ..storage import Storage
-from ..storage.records import AccessToken, Permission, Rpt
+from ..storage.records import AccessToken, Permission, RequestedPermission, Rpt
 
 
 def issue_rpt(
@@ -57,21 +57,21 @@ def grant(
     now: int,
     aat: AccessToken,
     unverified_rpt: str,
-    rs_id: str,
-    scopes: Iterable[str],
+    permissions: Sequence[RequestedPermission],
     lifetimes: Lifetimes,
     rpt_key: bytes,
 ) -> str:
-    """Adds the permission to the RPT the client should use from now on, and returns that RPT."""
+    """Adds the permissions (one per pair of the ticket) to the RPT the client should use from now
+    on, and returns that RPT."""
     sent = storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
     if sent is not None and sent.is_live(now) and sent.aat_digest == aat.digest:
-        add_permission(storage, now, sent, rs_id, scopes, lifetimes.permission)
+        _add_all(storage, now, sent, permissions, lifetimes)
         return unverified_rpt
     live = storage.live_rpt_of(aat.digest, now)
     if live is not None:
         rpt = secrets_at_rest.reissue_token(secrets_at_rest.RPT_PREFIX, rpt_key, live.seed)
         if secrets_at_rest.matches_digest(rpt, live.digest):
-            add_permission(storage, now, live, rs_id, scopes, lifetimes.permission)
+            _add_all(storage, now, live, permissions, lifetimes)
             return rpt
     # No live RPT, or one made under an earlier secret_key: a new one carrying its permissions.
     rpt, record = issue_rpt(storage, now, aat, rpt_key, lifetimes.rpt)
@@ -86,8 +86,19 @@ def grant(
                     min(permission.expires_at, record.expires_at),
                 ),
             )
-    add_permission(storage, now, record, rs_id, scopes, lifetimes.permission)
+    _add_all(storage, now, record, permissions, lifetimes)
     return rpt
+
+
+def _add_all(
+    storage: Storage,
+    now: int,
+    rpt: Rpt,
+    permissions: Sequence[RequestedPermission],
+    lifetimes: Lifetimes,
+) -> None:
+    for pair in permissions:
+        add_permission(storage, now, rpt, pair.resource_set_id, pair.scopes, lifetimes.permission)
 
 
 def introspect_rpt(

@@ -38,10 +38,13 @@ from .records import (
     FetchedImage,
     FetchedUri,
     FetchKind,
+    HeldClaim,
     InitialAccessToken,
     OwnedResourceSet,
+    Pct,
     Permission,
     RefreshToken,
+    RequestedPermission,
     ResourceSet,
     Rpt,
     Session,
@@ -316,9 +319,13 @@ class ResourceSets(Protocol):
 
 
 class Tickets(Protocol):
-    def add_ticket(self, ticket: Ticket) -> None: ...
+    def add_ticket(self, ticket: Ticket) -> None:
+        """Stores a ticket with every (set, scopes) pair it asks for, in order."""
+        ...
 
-    def get_ticket(self, digest: str) -> Ticket | None: ...
+    def get_ticket(self, digest: str) -> Ticket | None:
+        """The ticket, every pair in the order stored."""
+        ...
 
     def count_ticket_request(self, digest: str) -> int:
         """Counts one request made with an open ticket; the new count (0: not open)."""
@@ -337,11 +344,26 @@ class Tickets(Protocol):
         ...
 
     def open_tickets_for(self, rs_id: str) -> list[Ticket]:
-        """The open tickets (expired or not) that ask for this resource set."""
+        """The open tickets (expired or not) that ask for this resource set, in any of their
+        pairs, in the order they were made."""
         ...
 
-    def set_ticket_scopes(self, digest: str, scopes: tuple[str, ...]) -> bool:
-        """Replaces the scopes an open ticket asks for; False when it is not open."""
+    def set_ticket_permissions(
+        self, digest: str, permissions: tuple[RequestedPermission, ...]
+    ) -> bool:
+        """Replaces the pairs (at least one) an open ticket asks for; False when it is not open."""
+        ...
+
+    def rotate_ticket(self, digest: str, new_digest: str) -> bool:
+        """The open ticket `digest` goes on as `new_digest` (UMA 2.0's rotation): the same pairs,
+        owner, client, party, requests and lifetime, and the claims gathered for it; the old digest
+        is finished (it stops working at once) and its claims handles void. False when it is not
+        open."""
+        ...
+
+    def set_ticket_party(self, digest: str, party: str) -> bool:
+        """Makes `party` the requesting party of an open ticket; the claims gathered for the party
+        it had move with it. False when it is not open."""
         ...
 
     def extend_ticket(self, digest: str, expires_at: int) -> bool:
@@ -525,6 +547,33 @@ class FetchedUris(Protocol):
     def get_fetched_image(self, image_id: str) -> FetchedImage | None: ...
 
 
+class Pcts(Protocol):
+    """Persisted claims tokens (UMA 2.0): the claims a granted ticket held, for later tickets of
+    the same client."""
+
+    def add_pct(self, pct: Pct, claims: Iterable[HeldClaim]) -> None:
+        """Stores a PCT and its claims (one per type, name and issuer: the last given wins)."""
+        ...
+
+    def get_pct(self, digest: str) -> Pct | None: ...
+
+    def pct_claims(self, digest: str, now: int) -> list[HeldClaim]:
+        """The PCT's claims that are still live at `now`, sorted by type, name and issuer."""
+        ...
+
+    def pcts_of(self, user_sub: str) -> list[Pct]:
+        """The PCTs about this person, live or not, newest first."""
+        ...
+
+    def revoke_pct(self, digest: str) -> bool:
+        """True for exactly one caller, when the PCT was not revoked."""
+        ...
+
+    def delete_pcts_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` PCTs that expired before `moment`, with their claims."""
+        ...
+
+
 class Storage(
     Clients,
     InitialAccessTokens,
@@ -546,6 +595,7 @@ class Storage(
     IdentityLinks,
     OwnerRules,
     FetchedUris,
+    Pcts,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

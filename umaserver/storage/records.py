@@ -121,10 +121,28 @@ class AccessToken:
 
 @dataclass(frozen=True)
 class ResourceSet:
+    """A registered resource set. `description` is as registered (extension properties kept), its
+    scopes under `scopes` whichever of `scopes` (1.0) and `resource_scopes` (2.0) named them."""
+
     id: str
     owner: str
     client_id: str
     description: dict[str, Any]
+
+    @property
+    def name(self) -> str | None:
+        """Its name; a 2.0 registration may give none."""
+        name = self.description.get("name")
+        return None if name is None else str(name)
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return tuple(str(scope) for scope in self.description.get("scopes", ()))
+
+    @property
+    def label(self) -> str:
+        """What people are shown for it: its name, else its type, else its `_id`."""
+        return self.name or str(self.description.get("type") or self.id)
 
 
 @dataclass(frozen=True)
@@ -142,7 +160,22 @@ class OwnedResourceSet:
 
 
 @dataclass(frozen=True)
+class RequestedPermission:
+    """One (resource set, scopes) pair a ticket asks for (UMA 2.0's `resource_id` and
+    `resource_scopes`)."""
+
+    resource_set_id: str
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Ticket:
+    """One request for access to one owner's sets, handed by a resource server to a client. Its
+    first (set, scopes) pair is `resource_set_id` and `scopes`; a 2.0 ticket may ask for more
+    (`more`): `permissions` is every pair in order. `requesting_party`: whose request it is, on a
+    2.0 ticket (client:<client_id> until a person shares claims for it, then that person); None on
+    a 1.0 ticket, whose party is the AAT's."""
+
     digest: str
     owner: str
     client_id: str
@@ -152,13 +185,30 @@ class Ticket:
     expires_at: int
     requests: int = 0
     state: TicketState = "open"
+    more: tuple[RequestedPermission, ...] = ()
+    requesting_party: str | None = None
+
+    @property
+    def permissions(self) -> tuple[RequestedPermission, ...]:
+        return (RequestedPermission(self.resource_set_id, self.scopes), *self.more)
+
+    @classmethod
+    def asking(cls, permissions: tuple[RequestedPermission, ...], **fields: Any) -> Ticket:
+        """A ticket for these pairs (at least one): the first in its own fields, the others in
+        `more`."""
+        first, *rest = permissions
+        return cls(
+            resource_set_id=first.resource_set_id, scopes=first.scopes, more=tuple(rest), **fields
+        )
 
 
 @dataclass(frozen=True)
 class Rpt:
+    """An RPT: of an AAT (1.0), or of its client alone (the 2.0 grant: `aat_digest` None)."""
+
     digest: str
     seed: str
-    aat_digest: str
+    aat_digest: str | None
     client_id: str
     requesting_party: str
     issued_at: int
@@ -198,6 +248,32 @@ class Claim:
     client_id: str
     gathered_at: int
     subject: str | None = None
+
+
+@dataclass(frozen=True)
+class Pct:
+    """A persisted claims token (UMA 2.0): the claims a granted ticket held, which its client may
+    bring to later tickets. `user_sub`: the person they are about, when a person shared them;
+    `requesting_party` as on the ticket."""
+
+    digest: str
+    client_id: str
+    requesting_party: str
+    user_sub: str | None
+    created_at: int
+    expires_at: int
+    revoked: bool = False
+
+    def is_live(self, now: float) -> bool:
+        return not self.revoked and self.expires_at > now
+
+
+@dataclass(frozen=True)
+class HeldClaim:
+    """A claim a PCT holds, until its own expiry (an ID token's or assertion's, else the PCT's)."""
+
+    claim: Claim
+    expires_at: int
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ def ticket(row: Row | None) -> Ticket | None:
         expires_at=row["expires_at"],
         requests=row["requests"],
         state=row["state"],
+        requesting_party=row["requesting_party"],
     )
 
 

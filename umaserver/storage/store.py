@@ -13,14 +13,17 @@ from .fetched import FetchedUris
 from .identity_links import IdentityLinks
 from .oauth import OAuth
 from .owner_rules import OwnerRules
+from .pcts import Pcts
 from .resources import Resources
 from .sessions import Sessions
+from .tickets import Tickets
 from .tokens import Tokens
 
 
 class SQLStorage(
     Accounts,
     Resources,
+    Tickets,
     Evidence,
     Tokens,
     OAuth,
@@ -28,5 +31,6 @@ class SQLStorage(
     IdentityLinks,
     OwnerRules,
     FetchedUris,
+    Pcts,
 ):
     """The contract's operations over one connection (see `contract.Storage`)."""
