@@ -70,6 +70,7 @@ class Lifetimes:
     authorization_code: int = 60
     refresh_token: int = 30 * 24 * 3600
     claims_handle: int = 600
+    pct: int = 30 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
                 "authorization_code",
                 "refresh_token",
                 "claims_handle",
+                "pct",
             )
         }
     )

@@ -19,7 +19,6 @@ from umaserver.storage.records import (
     Client,
     Consent,
     FetchedImage,
-    HeldClaim,
     InitialAccessToken,
     OwnedResourceSet,
     Pct,
@@ -1543,8 +1542,9 @@ def make_pct(
     store.add_pct(
         pct,
         [
-            HeldClaim(claim("email", "a@x.test"), T + HOUR),
-            HeldClaim(claim("role", "doctor"), T + 60),
+            claim("email", "a@x.test"),  # no end of its own: the PCT's
+            replace(claim("role", "doctor"), expires_at=T + 60),
+            replace(claim("n", 1), expires_at=T + 2 * HOUR),  # no later than the PCT's
         ],
     )
     return pct
@@ -1554,12 +1554,13 @@ def test_a_pct_keeps_its_claims_each_until_its_own_expiry(store: Storage) -> Non
     pct = make_pct(store)
     assert store.get_pct(pct.digest) == pct
     assert store.get_pct("no-such-pct") is None
-    both = store.pct_claims(pct.digest, T)
-    assert [(held.claim, held.expires_at) for held in both] == [
-        (claim("email", "a@x.test"), T + HOUR),
-        (claim("role", "doctor"), T + 60),
+    held = store.pct_claims(pct.digest, T)
+    assert held == [
+        replace(claim("email", "a@x.test"), expires_at=T + HOUR),
+        replace(claim("n", 1), expires_at=T + HOUR),
+        replace(claim("role", "doctor"), expires_at=T + 60),
     ]
-    assert store.pct_claims(pct.digest, T + 60) == both[:1]  # expires_at > now: live
+    assert store.pct_claims(pct.digest, T + 60) == held[:2]  # expires_at > now: live
     assert store.pct_claims("no-such-pct", T) == []
 
 
@@ -1593,7 +1594,7 @@ def test_expired_pcts_are_forgotten_with_their_claims(store: Storage) -> None:
     assert store.delete_pcts_expired_before(T + 50, 2) == 1
     assert store.delete_pcts_expired_before(T + 50, 2) == 0
     assert all(store.get_pct(pct.digest) is None for pct in expiring)
-    assert store.get_pct(kept.digest) == kept and len(store.pct_claims(kept.digest, T)) == 2
+    assert store.get_pct(kept.digest) == kept and len(store.pct_claims(kept.digest, T)) == 3
 
 
 def test_an_rpt_of_the_2_0_grant_has_no_aat(store: Storage) -> None:
@@ -1601,3 +1602,10 @@ def test_an_rpt_of_the_2_0_grant_has_no_aat(store: Storage) -> None:
     rpt = Rpt("rpt-of-a-client", "seed", None, client.client_id, "client:x", T, T + HOUR)
     store.add_rpt(rpt)
     assert store.get_rpt(rpt.digest) == rpt
+
+
+def test_a_gathered_claim_keeps_when_the_word_it_rests_on_ends(store: Storage) -> None:
+    ticket = make_ticket(store)
+    ending = replace(claim("email", "a@x.test"), expires_at=T + 300)
+    store.record_claims(ticket.digest, "bob", [ending, claim("n", 1)])
+    assert store.gathered_claims(ticket.digest, "bob") == [ending, claim("n", 1)]

@@ -38,7 +38,6 @@ from .records import (
     FetchedImage,
     FetchedUri,
     FetchKind,
-    HeldClaim,
     InitialAccessToken,
     OwnedResourceSet,
     Pct,
@@ -551,14 +550,16 @@ class Pcts(Protocol):
     """Persisted claims tokens (UMA 2.0): the claims a granted ticket held, for later tickets of
     the same client."""
 
-    def add_pct(self, pct: Pct, claims: Iterable[HeldClaim]) -> None:
-        """Stores a PCT and its claims (one per type, name and issuer: the last given wins)."""
+    def add_pct(self, pct: Pct, claims: Iterable[Claim]) -> None:
+        """Stores a PCT and its claims (one per type, name and issuer: the last given wins), each
+        until its own `expires_at`, or the PCT's when it has none or a later one."""
         ...
 
     def get_pct(self, digest: str) -> Pct | None: ...
 
-    def pct_claims(self, digest: str, now: int) -> list[HeldClaim]:
-        """The PCT's claims that are still live at `now`, sorted by type, name and issuer."""
+    def pct_claims(self, digest: str, now: int) -> list[Claim]:
+        """The PCT's claims still live at `now` (each with its `expires_at`), sorted by type, name
+        and issuer."""
         ...
 
     def pcts_of(self, user_sub: str) -> list[Pct]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from . import rows as stored
 from .handle import Handle
 from .records import AssertionUse, Claim
 
@@ -37,6 +38,7 @@ class Evidence(Handle):
                 json.dumps(claim.value),
                 claim.client_id,
                 claim.gathered_at,
+                claim.expires_at,
             )
             for claim in claims
         ]
@@ -44,10 +46,12 @@ class Evidence(Handle):
             self._lock_ticket(ticket_digest)
             self._write_many(
                 "INSERT INTO gathered_claims (ticket_digest, requesting_party, type, name, issuer,"
-                " subject, value, client_id, gathered_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " subject, value, client_id, gathered_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (ticket_digest, requesting_party, type, name, issuer) DO UPDATE"
                 " SET value = excluded.value, subject = excluded.subject,"
-                " client_id = excluded.client_id, gathered_at = excluded.gathered_at",
+                " client_id = excluded.client_id, gathered_at = excluded.gathered_at,"
+                " expires_at = excluded.expires_at",
                 rows,
             )
 
@@ -59,18 +63,7 @@ class Evidence(Handle):
             " ORDER BY type, name, issuer",
             (ticket_digest, requesting_party),
         )
-        return [
-            Claim(
-                type=row["type"],
-                name=row["name"],
-                value=json.loads(row["value"]),
-                issuer=row["issuer"],
-                client_id=row["client_id"],
-                gathered_at=row["gathered_at"],
-                subject=row["subject"],
-            )
-            for row in rows
-        ]
+        return [stored.claim(row) for row in rows]
 
     def forget_issuer_claims(self, ticket_digest: str, requesting_party: str, issuer: str) -> int:
         with self.transaction():

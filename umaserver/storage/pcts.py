@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from . import rows as stored
 from .handle import Handle
-from .records import Claim, HeldClaim, Pct
+from .records import Claim, Pct
 from .rows import Row
 
 
 class Pcts(Handle):
     """PCTs by digest, for the client they were issued to; their claims, each until its expiry."""
 
-    def add_pct(self, pct: Pct, claims: Iterable[HeldClaim]) -> None:
+    def add_pct(self, pct: Pct, claims: Iterable[Claim]) -> None:
         with self.transaction():
             self._write(
                 "INSERT INTO pcts (digest, client_id, requesting_party, user_sub, created_at,"
@@ -38,16 +39,16 @@ class Pcts(Handle):
                 [
                     (
                         pct.digest,
-                        held.claim.type,
-                        held.claim.name,
-                        held.claim.issuer,
-                        held.claim.subject,
-                        json.dumps(held.claim.value),
-                        held.claim.client_id,
-                        held.claim.gathered_at,
-                        held.expires_at,
+                        claim.type,
+                        claim.name,
+                        claim.issuer,
+                        claim.subject,
+                        json.dumps(claim.value),
+                        claim.client_id,
+                        claim.gathered_at,
+                        min(claim.expires_at or pct.expires_at, pct.expires_at),
                     )
-                    for held in claims
+                    for claim in claims
                 ],
             )
 
@@ -55,27 +56,13 @@ class Pcts(Handle):
         row = self._one("SELECT * FROM pcts WHERE digest = ?", (digest,), lock="SHARE")
         return None if row is None else _pct(row)
 
-    def pct_claims(self, digest: str, now: int) -> list[HeldClaim]:
+    def pct_claims(self, digest: str, now: int) -> list[Claim]:
         rows = self._all(
             "SELECT * FROM pct_claims WHERE pct_digest = ? AND expires_at > ?"
             " ORDER BY type, name, issuer",
             (digest, now),
         )
-        return [
-            HeldClaim(
-                Claim(
-                    type=row["type"],
-                    name=row["name"],
-                    value=json.loads(row["value"]),
-                    issuer=row["issuer"],
-                    client_id=row["client_id"],
-                    gathered_at=row["gathered_at"],
-                    subject=row["subject"],
-                ),
-                row["expires_at"],
-            )
-            for row in rows
-        ]
+        return [stored.claim(row) for row in rows]
 
     def pcts_of(self, user_sub: str) -> list[Pct]:
         rows = self._all(

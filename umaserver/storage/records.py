@@ -238,7 +238,8 @@ class Claim:
     the identity provider's entity id or OIDC issuer for verified ones, this server's issuer for a
     local user's attributes. `subject` is whom a verified or gathered claim is about at that issuer
     (the ID token's `sub`, the assertion's NameID, the local user's `sub`); None for a client's
-    plain word.
+    plain word. `expires_at`: when the word it rests on ends (an ID token's or assertion's
+    expiry), or None when it has no end of its own; a PCT's claims always have one.
     """
 
     type: str
@@ -248,6 +249,7 @@ class Claim:
     client_id: str
     gathered_at: int
     subject: str | None = None
+    expires_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -266,14 +268,6 @@ class Pct:
 
     def is_live(self, now: float) -> bool:
         return not self.revoked and self.expires_at > now
-
-
-@dataclass(frozen=True)
-class HeldClaim:
-    """A claim a PCT holds, until its own expiry (an ID token's or assertion's, else the PCT's)."""
-
-    claim: Claim
-    expires_at: int
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from .records import Client, Permission, ResourceSet, StoredOwnerRule, Ticket, User
+from .records import Claim, Client, Permission, ResourceSet, StoredOwnerRule, Ticket, User
 
 
 class Row(Protocol):
@@ -74,4 +74,18 @@ def permission(row: Row) -> Permission:
         tuple(json.loads(row["scopes"])),
         row["issued_at"],
         row["expires_at"],
+    )
+
+
+def claim(row: Row) -> Claim:
+    """A gathered claim, or a PCT's (each table has the claim's columns)."""
+    return Claim(
+        type=row["type"],
+        name=row["name"],
+        value=json.loads(row["value"]),
+        issuer=row["issuer"],
+        client_id=row["client_id"],
+        gathered_at=row["gathered_at"],
+        subject=row["subject"],
+        expires_at=row["expires_at"],
     )

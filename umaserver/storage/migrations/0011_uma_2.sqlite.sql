@@ -6,6 +6,10 @@
 -- client:<client_id> until a person shares claims at the claims interaction endpoint, then that
 -- person; NULL on a 1.0 ticket, whose party is its AAT's.
 ALTER TABLE tickets ADD COLUMN requesting_party TEXT;
+-- A gathered claim keeps when the word it rests on ends (an ID token's or assertion's expiry): a
+-- PCT made of it keeps it no longer. NULL: no end of its own (a client's plain word, a person's
+-- attributes).
+ALTER TABLE gathered_claims ADD COLUMN expires_at INTEGER;
 CREATE TABLE ticket_resources (
     ticket_digest   TEXT NOT NULL REFERENCES tickets (digest) ON DELETE CASCADE,
     position        INTEGER NOT NULL,
