@@ -36,6 +36,24 @@ def issue_rpt(
     return rpt, record
 
 
+def issue_client_rpt(
+    storage: Storage, now: int, client_id: str, party: str, rpt_key: bytes, lifetimes: Lifetimes
+) -> tuple[str, Rpt]:
+    """A new RPT of the UMA 2.0 grant: the client's own (no AAT), for `party`."""
+    rpt, seed = secrets_at_rest.new_reissuable_token(secrets_at_rest.RPT_PREFIX, rpt_key)
+    record = Rpt(
+        digest=secrets_at_rest.digest(rpt),
+        seed=seed,
+        aat_digest=None,
+        client_id=client_id,
+        requesting_party=party,
+        issued_at=now,
+        expires_at=now + lifetimes.rpt,
+    )
+    storage.add_rpt(record)
+    return rpt, record
+
+
 def add_permission(
     storage: Storage, now: int, rpt: Rpt, rs_id: str, scopes: Iterable[str], lifetime: int
 ) -> None:
@@ -65,13 +83,13 @@ def grant(
     on, and returns that RPT."""
     sent = storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
     if sent is not None and sent.is_live(now) and sent.aat_digest == aat.digest:
-        _add_all(storage, now, sent, permissions, lifetimes)
+        add_permissions(storage, now, sent, permissions, lifetimes)
         return unverified_rpt
     live = storage.live_rpt_of(aat.digest, now)
     if live is not None:
         rpt = secrets_at_rest.reissue_token(secrets_at_rest.RPT_PREFIX, rpt_key, live.seed)
         if secrets_at_rest.matches_digest(rpt, live.digest):
-            _add_all(storage, now, live, permissions, lifetimes)
+            add_permissions(storage, now, live, permissions, lifetimes)
             return rpt
     # No live RPT, or one made under an earlier secret_key: a new one carrying its permissions.
     rpt, record = issue_rpt(storage, now, aat, rpt_key, lifetimes.rpt)
@@ -86,17 +104,18 @@ def grant(
                     min(permission.expires_at, record.expires_at),
                 ),
             )
-    _add_all(storage, now, record, permissions, lifetimes)
+    add_permissions(storage, now, record, permissions, lifetimes)
     return rpt
 
 
-def _add_all(
+def add_permissions(
     storage: Storage,
     now: int,
     rpt: Rpt,
     permissions: Sequence[RequestedPermission],
     lifetimes: Lifetimes,
 ) -> None:
+    """`add_permission` for each pair of a ticket."""
     for pair in permissions:
         add_permission(storage, now, rpt, pair.resource_set_id, pair.scopes, lifetimes.permission)
 

@@ -57,6 +57,11 @@ class Client:
         return ("client_credentials",)
 
     @property
+    def claims_redirect_uris(self) -> tuple[str, ...]:
+        """Where the claims interaction endpoint (UMA 2.0) may send a person back to."""
+        return tuple(self.metadata.get("claims_redirect_uris", ()))
+
+    @property
     def response_types(self) -> tuple[str, ...]:
         if "response_types" in self.metadata:
             return tuple(self.metadata["response_types"])

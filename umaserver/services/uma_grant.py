@@ -1,0 +1,349 @@
+"""The UMA 2.0 grant (UMA 2.0 Grant for OAuth 2.0 Authorization, section 3.3): a client brings a
+permission ticket to the token endpoint, perhaps with a claim token, a persisted claims token (PCT)
+and an RPT to upgrade, and gets an RPT, or is told what is missing.
+
+The same store, rules and decision function as the 1.0 authorization request
+(`services.authorization`), with 2.0's words:
+
+* The requesting party is the ticket's: `client:<client_id>` of the first client that brings it,
+  until a person shares claims for it at the claims interaction endpoint (or the client brings a
+  PCT about a person), then that person. A ticket another client has begun to use is
+  `invalid_grant`, as is a PCT about another person than the ticket's.
+* Claims: those recorded against the ticket (pushed claim tokens, claims the person shared),
+  and a PCT's, which serve only the client it was issued to.
+* `need_info` rotates the ticket: the old one stops working at once, and the new one carries the
+  pairs, the claims and the count of requests (at most 10, as in 1.0). It names what is missing
+  (`required_claims`, never a value, a rule id nor a rule's wording) and whether the person can
+  share it by being sent to the claims interaction endpoint (`redirect_user`: only for a client
+  with a claims redirect URI).
+* A grant consumes the ticket. With `rpt` (the client's own live RPT of the same party) that RPT
+  gains the permissions and is answered again (`upgraded`); else a new RPT, the client's own (no
+  AAT). When the ticket held claims, a new PCT carries them forward (`[lifetimes] pct`).
+
+Reading the ticket, recording the claims, deciding and consuming or rotating the ticket are one
+transaction, as in 1.0.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .. import secrets_at_rest
+from ..claims.claim_tokens import claim_object, format_of
+from ..claims.model import ClaimsError, ClaimsUnavailable, VerifiedClaims, Verifiers
+from ..config import Lifetimes, Limits
+from ..errors import APIError, InvalidRequest, InvalidScope, TemporarilyUnavailable, echo
+from ..policy.decision import NeededClaim
+from ..storage import Storage
+from ..storage.records import Claim, Client, Pct, RequestedPermission, ResourceSet, Rpt, Ticket
+from . import rpts
+from .decision import MissingResourceSet, RulesFor, Supplier, decide_ticket, gatherable, owner_name
+from .pushed_claims import (
+    MAX_TICKET_REQUESTS,
+    count_refused_request,
+    counted_if_refused,
+    read_pushed,
+    record_pushed,
+)
+
+log = logging.getLogger("umaserver.decisions")
+
+UMA_TICKET = "urn:ietf:params:oauth:grant-type:uma-ticket"
+PCT_PREFIX = "uma_pct_"
+
+
+class InvalidGrant(APIError):
+    """400 invalid_grant (RFC 6749 5.2): the ticket, the PCT or the RPT cannot be used."""
+
+    error = "invalid_grant"
+    description = "The grant is invalid."
+
+
+@dataclass(frozen=True)
+class GrantRequest:
+    """The uma-ticket grant's parameters, unverified."""
+
+    ticket: str
+    claim_token: str | None = None
+    claim_token_format: str | None = None
+    pct: str | None = None
+    rpt: str | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the token endpoint answers: 200 with an RPT, or 403 need_info / request_denied (bodies
+    with members beyond `error`, answered as they are)."""
+
+    status: int
+    body: dict[str, Any]
+
+
+_SETTLED = "The ticket is unknown, already used, expired, or was replaced by a newer one."
+
+
+def request_rpt(
+    storage: Storage,
+    rules: RulesFor,
+    client: Client,
+    request: GrantRequest,
+    *,
+    now: int,
+    verifiers: Verifiers,
+    lifetimes: Lifetimes,
+    limits: Limits,
+    rpt_key: bytes,
+    server_issuer: str,
+    sign_in_providers: Mapping[str, str] | None = None,
+) -> Answer:
+    """`rules` gives the rules of the ticket's owner, read in the request's transaction; the
+    claims interaction endpoint can gather claims of this server (`server_issuer`) and of the
+    sign-in providers (issuer -> display name)."""
+    digest = secrets_at_rest.digest(request.ticket)
+    # Verification (signatures, key look-ups) happens outside the write lock; nothing is recorded
+    # unless the claim token passes.
+    try:
+        pushed = _read_claim_token(request, client, verifiers, now, limits)
+    except ClaimsUnavailable as error:
+        _live_ticket(storage, digest, now)
+        raise TemporarilyUnavailable(
+            error.description, headers={"Retry-After": str(error.retry_after)}
+        ) from None
+    except ClaimsError as error:
+        count_refused_request(storage, _live_ticket(storage, digest, now).digest)
+        raise InvalidRequest(error.description) from None
+    own = f"client:{client.client_id}"
+    with counted_if_refused(storage, digest), storage.transaction():
+        ticket = _live_ticket(storage, digest, now)
+        party = ticket.requesting_party or own
+        if party.startswith("client:") and party != own:
+            raise InvalidGrant("This ticket is being used by another client.")
+        if ticket.requesting_party is None:
+            storage.set_ticket_party(digest, party)
+        pct_claims: list[Claim] = []
+        if request.pct is not None:
+            pct = _own_pct(storage, request.pct, client, now)
+            if pct.user_sub is not None and party != pct.user_sub:
+                if party != own:
+                    raise InvalidGrant(
+                        "The PCT is about another person than the one who shared claims for this"
+                        " ticket."
+                    )
+                party = pct.user_sub
+                storage.set_ticket_party(digest, party)
+            pct_claims = storage.pct_claims(pct.digest, now)
+        upgrading = _own_rpt(storage, request.rpt, client, now) if request.rpt else None
+        permissions = ticket.permissions
+        if request.scope:
+            permissions = _with_scopes(storage, permissions, request.scope)
+            storage.set_ticket_permissions(digest, permissions)
+        held = record_pushed(storage, digest, party, pushed, limits, now)
+        # Claims serve the client they were pushed by or shared with, never another.
+        claims = [claim for claim in held if claim.client_id == client.client_id] + pct_claims
+        requests = storage.count_ticket_request(digest)
+        storage.void_claims_handles(digest)
+        owner = owner_name(storage, ticket.owner)
+        can_gather = (
+            gatherable(server_issuer, dict(sign_in_providers or {}), has_person=True)
+            if client.claims_redirect_uris
+            else frozenset()
+        )
+        try:
+            decision = decide_ticket(
+                storage,
+                rules(storage, owner),
+                owner,
+                permissions,
+                Supplier.of(client.client_id, client.push_claim_types, verifiers, can_gather),
+                party,
+                claims,
+            )
+        except MissingResourceSet:
+            raise InvalidGrant(_SETTLED) from None
+        if upgrading is not None and upgrading.requesting_party != party:
+            raise InvalidGrant("The RPT is of another requesting party than this ticket's.")
+        if decision.outcome == "grant":
+            storage.consume_ticket(digest)
+            answer = _granted(
+                storage,
+                now,
+                client,
+                party,
+                upgrading,
+                request.rpt,
+                permissions,
+                claims,
+                lifetimes,
+                rpt_key,
+            )
+        elif decision.outcome == "deny":
+            storage.finish_ticket(digest)
+            answer = _denied("The resource owner's policies do not allow this access.")
+        elif requests >= MAX_TICKET_REQUESTS:
+            storage.finish_ticket(digest)
+            answer = _denied(
+                "This ticket has had all its requests; ask the resource server for a new one."
+            )
+        else:
+            rotated = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
+            storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
+            answer = _need_info(rotated, decision.need_claims, decision.redirect is not None)
+    log.info(
+        "decision=%s grant=uma-ticket owner=%s resource_sets=%s client=%s rules=%s requests=%d",
+        answer.body.get("error", "grant"),
+        owner,
+        ",".join(pair.resource_set_id for pair in permissions),
+        client.client_id,
+        ",".join(decision.rule_ids) or "-",
+        requests,
+    )
+    return answer
+
+
+def _read_claim_token(
+    request: GrantRequest, client: Client, verifiers: Verifiers, now: int, limits: Limits
+) -> VerifiedClaims:
+    if (request.claim_token is None) != (request.claim_token_format is None):
+        raise ClaimsError("claim_token and claim_token_format come together: send both or neither")
+    if request.claim_token is None or request.claim_token_format is None:
+        return VerifiedClaims(())
+    found = claim_object(request.claim_token_format, request.claim_token)
+    try:
+        return read_pushed([found], client, verifiers, now, limits)
+    except ClaimsError as error:
+        # The 1.0 reader names the claim object "claims[0]": here it is the claim token.
+        raise ClaimsError(error.description.replace("claims[0]", "claim_token", 1)) from None
+
+
+def _live_ticket(storage: Storage, digest: str, now: int) -> Ticket:
+    ticket = storage.get_ticket(digest)
+    if ticket is None or ticket.state != "open" or ticket.expires_at <= now:
+        raise InvalidGrant(_SETTLED)
+    return ticket
+
+
+def _own_pct(storage: Storage, unverified_pct: str, client: Client, now: int) -> Pct:
+    pct = storage.get_pct(secrets_at_rest.digest(unverified_pct))
+    if pct is None or not pct.is_live(now) or pct.client_id != client.client_id:
+        raise InvalidGrant("The PCT is unknown, expired, withdrawn, or another client's.")
+    return pct
+
+
+def _own_rpt(storage: Storage, unverified_rpt: str, client: Client, now: int) -> Rpt:
+    rpt = storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
+    if rpt is None or not rpt.is_live(now) or rpt.client_id != client.client_id:
+        raise InvalidGrant("The RPT is unknown, expired, revoked, or another client's.")
+    return rpt
+
+
+def _with_scopes(
+    storage: Storage, permissions: Sequence[RequestedPermission], scope: str
+) -> tuple[RequestedPermission, ...]:
+    """Each scope of `scope` added to every pair whose set registers it; InvalidScope for one that
+    no pair's set registers."""
+    sets: dict[str, ResourceSet | None] = {
+        pair.resource_set_id: storage.find_resource_set(pair.resource_set_id)
+        for pair in permissions
+    }
+    wanted = [name for name in scope.split(" ") if name]
+    for name in wanted:
+        if not any(rs is not None and name in rs.scopes for rs in sets.values()):
+            raise InvalidScope(
+                f"scope: {echo(name)} is registered on none of the resource sets of this ticket."
+            )
+    return tuple(
+        replace(
+            pair,
+            scopes=tuple(
+                dict.fromkeys(
+                    [
+                        *pair.scopes,
+                        *(
+                            n
+                            for n in wanted
+                            if (rs := sets[pair.resource_set_id]) and n in rs.scopes
+                        ),
+                    ]
+                )
+            ),
+        )
+        for pair in permissions
+    )
+
+
+def _granted(
+    storage: Storage,
+    now: int,
+    client: Client,
+    party: str,
+    upgrading: Rpt | None,
+    unverified_rpt: str | None,
+    permissions: Sequence[RequestedPermission],
+    claims: Sequence[Claim],
+    lifetimes: Lifetimes,
+    rpt_key: bytes,
+) -> Answer:
+    if upgrading is not None and unverified_rpt is not None:
+        rpts.add_permissions(storage, now, upgrading, permissions, lifetimes)
+        rpt, record = unverified_rpt, upgrading
+    else:
+        rpt, record = rpts.issue_client_rpt(
+            storage, now, client.client_id, party, rpt_key, lifetimes
+        )
+        rpts.add_permissions(storage, now, record, permissions, lifetimes)
+    body: dict[str, Any] = {
+        "access_token": rpt,
+        "token_type": "Bearer",
+        "expires_in": max(0, record.expires_at - now),
+        "upgraded": upgrading is not None,
+    }
+    if claims:
+        body["pct"] = _issue_pct(storage, now, client, party, claims, lifetimes.pct)
+    return Answer(200, body)
+
+
+def _issue_pct(
+    storage: Storage, now: int, client: Client, party: str, claims: Sequence[Claim], lifetime: int
+) -> str:
+    pct = secrets_at_rest.new_token(PCT_PREFIX)
+    person = None if party.startswith("client:") else party
+    storage.add_pct(
+        Pct(secrets_at_rest.digest(pct), client.client_id, party, person, now, now + lifetime),
+        claims,
+    )
+    return pct
+
+
+def _denied(description: str) -> Answer:
+    return Answer(403, {"error": "request_denied", "error_description": description})
+
+
+def _need_info(ticket: str, needed: Sequence[NeededClaim], redirect_user: bool) -> Answer:
+    body: dict[str, Any] = {
+        "error": "need_info",
+        "error_description": "More information about the requesting party is needed.",
+        "ticket": ticket,
+    }
+    required = [required_claim(claim) for claim in needed]
+    if required:
+        body["required_claims"] = required
+    if redirect_user:
+        body["redirect_user"] = True
+    return Answer(403, body)
+
+
+def required_claim(needed: NeededClaim) -> dict[str, Any]:
+    """One `required_claims` entry (Grant 3.3.6) of a need_claims entry: the claim's name, the
+    owner's hint as its friendly name, the claim token formats it can come in, and the issuers
+    whose word is accepted, when the rule names some. Never a value a rule wants."""
+    entry: dict[str, Any] = {"name": needed.name, "friendly_name": needed.value}
+    formats = [f for f in (format_of(needed.type),) if f is not None]
+    if formats:
+        entry["claim_token_format"] = formats
+    if needed.issuers:
+        entry["issuer"] = list(needed.issuers)
+    return entry
