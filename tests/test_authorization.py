@@ -166,6 +166,61 @@ def test_a_new_rpt_revokes_the_previous_one(world: Flow) -> None:
     assert world.introspect(second)["permissions"] == []
 
 
+@pytest.mark.parametrize(
+    ("body", "content_type", "named"),
+    [
+        ('{"ticket": "uma_pt_x"}', "application/json", "ticket"),
+        ('{"rpt": "{rpt}", "ticket": "uma_pt_x"}', "application/json", "ticket"),
+        ('{"ticket": "uma_pt_x", "claim_tokens": []}', None, "ticket or claim_tokens"),
+        ('{"claim_tokens": [{"format": "json", "token": "e30"}]}', "text/plain", "claim_tokens"),
+        ("ticket=uma_pt_x", "application/x-www-form-urlencoded", "ticket"),
+    ],
+)
+def test_a_uma_1_0_1_authorization_request_at_the_rpt_endpoint_is_refused(
+    world: Flow, body: str, content_type: str | None, named: str
+) -> None:
+    # UMA 1.0.1 sends its authorization request to the RPT endpoint; here that would revoke the
+    # client's RPT and its permissions for a new empty one.
+    rpt = world.new_rpt()
+    headers = dict(world.app.auth)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    response = world.api.http.post(
+        "/rpt", data=body.replace("{rpt}", rpt).encode(), headers=headers
+    )
+    assert response.status_code == 400, response.text
+    assert response.json["error"] == "invalid_request"
+    description = response.json["error_description"]
+    assert f"takes no {named}:" in description
+    assert "http://uma.test/rpt_authorization" in description
+    assert world.introspect(rpt)["active"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"", None),
+        (b"{}", None),
+        (b"{}", "application/json"),
+        (b'{"rpt": "uma_rpt_old"}', "application/json"),
+        (b"not json, ticket", "text/plain"),
+        (b'["ticket"]', "application/json"),
+        (b"", "application/x-www-form-urlencoded"),
+    ],
+)
+def test_any_other_body_at_the_rpt_endpoint_gets_a_new_rpt_as_before(
+    world: Flow, body: bytes, content_type: str | None
+) -> None:
+    first = world.new_rpt()
+    headers = dict(world.app.auth)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    response = world.api.http.post("/rpt", data=body, headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.json["rpt"] != first
+    assert world.introspect(first) == {"active": False}
+
+
 def test_revoking_the_aat_revokes_its_rpts(world: Flow, store: Store) -> None:
     rpt = world.new_rpt()
     assert revoke_token(store, world.app.token)
