@@ -26,6 +26,7 @@ from .conftest import (
     Party,
     Store,
     gathered_claims,
+    make_client_party,
     make_party,
     revoke_token,
     stored_permissions,
@@ -741,6 +742,33 @@ def test_introspection_of_pats_and_aats_only_for_their_own_client(world: Flow) -
     assert own["client_id"] == world.rs.client_id
     assert world.introspect(world.app.token) == {"active": False}
     assert world.introspect("uma_at_nonsense") == {"active": False}
+
+
+def test_introspecting_a_persons_pat_or_aat_names_them(world: Flow, store: Store) -> None:
+    # RFC 7662 2.2: `sub` (the person's opaque sub, never the username) and `username`.
+    alice = store.get_user_by_username("alice")
+    assert alice is not None and alice.sub != "alice"
+    aat = make_party(store, "alice", "uma_authorization", client_id=world.rs.client_id)
+    for token, scope in ((world.rs.token, "uma_protection"), (aat.token, "uma_authorization")):
+        answer = world.introspect(token)
+        assert answer == {
+            "active": True,
+            "scope": scope,
+            "client_id": world.rs.client_id,
+            "exp": answer["exp"],
+            "iat": answer["iat"],
+            "token_type": "Bearer",
+            "sub": alice.sub,
+            "username": "alice",
+        }
+
+
+def test_introspecting_a_clients_own_token_names_no_one(world: Flow, store: Store) -> None:
+    # client_credentials: the client acts for itself; there is no person to name.
+    own = make_client_party(store, world.rs.client_id, "uma_protection")
+    answer = world.introspect(own.token)
+    assert answer["active"] is True and answer["client_id"] == world.rs.client_id
+    assert "sub" not in answer and "username" not in answer
 
 
 @pytest.mark.parametrize(
