@@ -265,6 +265,21 @@ def test_claims_accumulate_across_requests_with_one_ticket(world: Flow) -> None:
     assert sorted(permission["scopes"]) == ["print", "view"]
 
 
+def test_need_claims_for_several_scopes_names_what_each_needs(world: Flow) -> None:
+    # view needs the employee role (doctors-view), print an email (colleagues-print): both are
+    # asked for at once, neither required value shown.
+    ticket = world.ticket("view", "print")
+    body = assert_error(world.ask(ticket), 403, "need_claims")
+    assert body["need_claims"] == [
+        {"type": EMPLOYEE, "name": "role", "value": "Your role at the hospital"},
+        {"type": OIDC, "name": "email", "value": "a value for 'email'"},
+    ]
+    assert "doctor" not in json.dumps(body) and "example.com" not in json.dumps(body)
+    # Sending both is enough.
+    response = world.ask(ticket, [doctor(), email()])
+    assert response.status == 201, response.text
+
+
 def test_custom_and_oidc_claims_in_one_request(world: Flow) -> None:
     response = world.ask(world.ticket("view", "print"), [doctor(), email()])
     assert response.status == 201
