@@ -400,27 +400,24 @@ def test_a_push_first_summary_says_a_redirect_follows() -> None:
 
 
 @pytest.mark.parametrize(
-    ("need", "names", "label"),
+    ("need", "label"),
     [
-        (
-            RedirectNeed(("r",), ("email",), (AS,)),
-            {},
-            "Sign in at this server to share your 'email'",
-        ),
+        (RedirectNeed(("r",), ("email",), (AS,)), "Sign in to share your 'email'"),
         (
             RedirectNeed(("r",), ("email", "role"), (AS, OP)),
-            {OP: "Example Accounts"},
-            "Sign in at this server or at Example Accounts to share your 'email' and 'role'",
+            "Sign in to share your 'email' and 'role'",
         ),
         (
-            RedirectNeed(("r",), ("a", "b", "c"), ("https://a.example", OP)),
-            {},
-            f"Sign in at https://a.example or at {OP} to share your 'a', 'b' and 'c'",
+            RedirectNeed(("r", "s"), ("a", "b", "c"), ("https://a.example", OP)),
+            "Sign in to share your 'a', 'b' and 'c'",
         ),
     ],
 )
-def test_redirect_label(need: RedirectNeed, names: dict[str, str], label: str) -> None:
-    assert redirect_label(need, AS, names) == label
+def test_redirect_label_names_the_claims_never_where_to_sign_in(
+    need: RedirectNeed, label: str
+) -> None:
+    # The spec keeps the choice of claims source from the client: the label names no issuer.
+    assert redirect_label(need) == label
 
 
 # -- need_claims says whose word is wanted (issuers) ------------------------------------------------
@@ -514,7 +511,7 @@ def test_hints_labels_and_summaries_never_reveal_the_value(condition: str) -> No
     assert decision.outcome == "need_claims"
     shown = json.dumps(entries(decision)) + decision.summary
     if decision.redirect is not None:
-        shown += redirect_label(decision.redirect, AS) + json.dumps(decision.redirect.as_dict())
+        shown += redirect_label(decision.redirect) + json.dumps(decision.redirect.as_dict())
     assert "secret" not in shown
 
 

@@ -61,22 +61,12 @@ class RedirectNeed:
         }
 
 
-def redirect_label(
-    need: RedirectNeed, server_issuer: str, display_names: Mapping[str, str] | None = None
-) -> str:
-    """A human-readable `name` for the `redirect_required` entry: where to sign in and which claims
-    are shared, e.g. "Sign in at this server to share your 'email'". Names the claims, never a value
-    a rule wants. `display_names` maps a provider's issuer to the name shown for it."""
-    names = display_names or {}
-    places = [
-        "this server" if issuer == server_issuer else names.get(issuer) or issuer
-        for issuer in need.issuers
-    ]
-    if server_issuer in need.issuers:  # this server first
-        places.remove("this server")
-        places.insert(0, "this server")
-    where = f" {_either([f'at {place}' for place in places])}" if places else ""
-    return f"Sign in{where} to share your {_both([repr(name) for name in need.claims])}"
+def redirect_label(need: RedirectNeed) -> str:
+    """A human-readable `name` for the `redirect_required` entry: which claims the requesting party
+    is asked to share, e.g. "Sign in to share your 'email'". It names the claims, never a value a
+    rule wants, nor where the person will sign in: the spec keeps the choice of claims source from
+    the client (the sign-in page itself offers every provider)."""
+    return f"Sign in to share your {_both([repr(name) for name in need.claims])}"
 
 
 @dataclass(frozen=True)
