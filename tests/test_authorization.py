@@ -26,6 +26,7 @@ from .conftest import (
     Party,
     Store,
     gathered_claims,
+    make_client_party,
     make_party,
     revoke_token,
     stored_permissions,
@@ -166,6 +167,61 @@ def test_a_new_rpt_revokes_the_previous_one(world: Flow) -> None:
     assert world.introspect(second)["permissions"] == []
 
 
+@pytest.mark.parametrize(
+    ("body", "content_type", "named"),
+    [
+        ('{"ticket": "uma_pt_x"}', "application/json", "ticket"),
+        ('{"rpt": "{rpt}", "ticket": "uma_pt_x"}', "application/json", "ticket"),
+        ('{"ticket": "uma_pt_x", "claim_tokens": []}', None, "ticket or claim_tokens"),
+        ('{"claim_tokens": [{"format": "json", "token": "e30"}]}', "text/plain", "claim_tokens"),
+        ("ticket=uma_pt_x", "application/x-www-form-urlencoded", "ticket"),
+    ],
+)
+def test_a_uma_1_0_1_authorization_request_at_the_rpt_endpoint_is_refused(
+    world: Flow, body: str, content_type: str | None, named: str
+) -> None:
+    # UMA 1.0.1 sends its authorization request to the RPT endpoint; here that would revoke the
+    # client's RPT and its permissions for a new empty one.
+    rpt = world.new_rpt()
+    headers = dict(world.app.auth)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    response = world.api.http.post(
+        "/rpt", data=body.replace("{rpt}", rpt).encode(), headers=headers
+    )
+    assert response.status_code == 400, response.text
+    assert response.json["error"] == "invalid_request"
+    description = response.json["error_description"]
+    assert f"takes no {named}:" in description
+    assert "http://uma.test/rpt_authorization" in description
+    assert world.introspect(rpt)["active"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"", None),
+        (b"{}", None),
+        (b"{}", "application/json"),
+        (b'{"rpt": "uma_rpt_old"}', "application/json"),
+        (b"not json, ticket", "text/plain"),
+        (b'["ticket"]', "application/json"),
+        (b"", "application/x-www-form-urlencoded"),
+    ],
+)
+def test_any_other_body_at_the_rpt_endpoint_gets_a_new_rpt_as_before(
+    world: Flow, body: bytes, content_type: str | None
+) -> None:
+    first = world.new_rpt()
+    headers = dict(world.app.auth)
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    response = world.api.http.post("/rpt", data=body, headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.json["rpt"] != first
+    assert world.introspect(first) == {"active": False}
+
+
 def test_revoking_the_aat_revokes_its_rpts(world: Flow, store: Store) -> None:
     rpt = world.new_rpt()
     assert revoke_token(store, world.app.token)
@@ -207,6 +263,21 @@ def test_claims_accumulate_across_requests_with_one_ticket(world: Flow) -> None:
     assert response.status == 201
     permission = world.introspect(response.json["rpt"])["permissions"][0]
     assert sorted(permission["scopes"]) == ["print", "view"]
+
+
+def test_need_claims_for_several_scopes_names_what_each_needs(world: Flow) -> None:
+    # view needs the employee role (doctors-view), print an email (colleagues-print): both are
+    # asked for at once, neither required value shown.
+    ticket = world.ticket("view", "print")
+    body = assert_error(world.ask(ticket), 403, "need_claims")
+    assert body["need_claims"] == [
+        {"type": EMPLOYEE, "name": "role", "value": "Your role at the hospital"},
+        {"type": OIDC, "name": "email", "value": "a value for 'email'"},
+    ]
+    assert "doctor" not in json.dumps(body) and "example.com" not in json.dumps(body)
+    # Sending both is enough.
+    response = world.ask(ticket, [doctor(), email()])
+    assert response.status == 201, response.text
 
 
 def test_custom_and_oidc_claims_in_one_request(world: Flow) -> None:
@@ -686,6 +757,33 @@ def test_introspection_of_pats_and_aats_only_for_their_own_client(world: Flow) -
     assert own["client_id"] == world.rs.client_id
     assert world.introspect(world.app.token) == {"active": False}
     assert world.introspect("uma_at_nonsense") == {"active": False}
+
+
+def test_introspecting_a_persons_pat_or_aat_names_them(world: Flow, store: Store) -> None:
+    # RFC 7662 2.2: `sub` (the person's opaque sub, never the username) and `username`.
+    alice = store.get_user_by_username("alice")
+    assert alice is not None and alice.sub != "alice"
+    aat = make_party(store, "alice", "uma_authorization", client_id=world.rs.client_id)
+    for token, scope in ((world.rs.token, "uma_protection"), (aat.token, "uma_authorization")):
+        answer = world.introspect(token)
+        assert answer == {
+            "active": True,
+            "scope": scope,
+            "client_id": world.rs.client_id,
+            "exp": answer["exp"],
+            "iat": answer["iat"],
+            "token_type": "Bearer",
+            "sub": alice.sub,
+            "username": "alice",
+        }
+
+
+def test_introspecting_a_clients_own_token_names_no_one(world: Flow, store: Store) -> None:
+    # client_credentials: the client acts for itself; there is no person to name.
+    own = make_client_party(store, world.rs.client_id, "uma_protection")
+    answer = world.introspect(own.token)
+    assert answer["active"] is True and answer["client_id"] == world.rs.client_id
+    assert "sub" not in answer and "username" not in answer
 
 
 @pytest.mark.parametrize(

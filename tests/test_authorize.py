@@ -305,6 +305,50 @@ def test_a_requesting_party_gets_an_aat_with_a_legacy_scope_uri(
     assert rpt.status_code == 200
 
 
+@pytest.mark.parametrize(
+    ("asked", "granted"),
+    [
+        ("openid uma_protection", "uma_protection"),  # pyuma's request
+        ("uma_protection profile openid email", "uma_protection"),
+        (
+            "openid http://docs.kantarainitiative.org/uma/scopes/authz.json uma_protection",
+            "uma_authorization uma_protection",
+        ),
+    ],
+)
+def test_scopes_not_offered_beside_offered_ones_are_left_out_and_the_token_says_so(
+    world: World, http: FlaskClient, asked: str, granted: str
+) -> None:
+    # RFC 6749 3.3: the server may grant less than asked, and says what in the token response.
+    world.sign_in()
+    page = http.get(world.url(scope=asked))
+    assert page.status_code == 200, page.text
+    shown = page.text.split('<ul class="scopes">', 1)[1].split("</ul>", 1)[0]
+    assert shown.count("<li>") == len(granted.split(" "))
+    assert "openid" not in shown and "profile" not in shown
+    code = query(world.decide(world.url(scope=asked)))["code"]
+    tokens = world.exchange(code)
+    assert tokens.status_code == 200, tokens.json
+    assert tokens.json["scope"] == granted
+    # The consent given is for what was granted: asking for that alone is not asked again.
+    again = http.get(world.url(scope=granted))
+    assert again.status_code == 302 and "code" in query(again)
+
+
+def test_scopes_not_offered_beside_one_the_client_may_not_have_are_still_invalid_scope(
+    world: World, http: FlaskClient, store: Store
+) -> None:
+    from umaserver.services import clients
+
+    settings = clients.ClientSettings(
+        name="Printer", redirect_uris=(REDIRECT,), scope=("uma_protection",)
+    )
+    client_id = clients.create_client(store, 0, settings).client.client_id
+    got = query(http.get(world.url((client_id, ""), scope="openid uma_authorization")))
+    assert got["error"] == "invalid_scope"
+    assert "registered for the scope" in got["error_description"]
+
+
 def test_consent_is_remembered_per_client_and_scope(world: World, http: FlaskClient) -> None:
     world.sign_in()
     assert world.decide(world.url()).status_code == 302

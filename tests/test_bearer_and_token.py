@@ -149,6 +149,43 @@ def test_client_credentials_issues_tokens(
             "unsupported_grant_type",
         ),
         ({"scope": "uma_protection"}, "right", 400, "unsupported_grant_type"),
+        # The client is authenticated before its scope is looked at (RFC 6749 5.2).
+        ({"grant_type": "client_credentials", "scope": "admin"}, "wrong", 401, "invalid_client"),
+        ({"grant_type": "client_credentials", "scope": "admin"}, None, 401, "invalid_client"),
+        ({"grant_type": "client_credentials"}, "wrong", 401, "invalid_client"),
+        ({"grant_type": "client_credentials", "scope": 'a"b'}, "wrong", 401, "invalid_client"),
+        (
+            {"grant_type": "client_credentials", "scope": "uma_protection openid"},
+            "wrong",
+            401,
+            "invalid_client",
+        ),
+        (
+            {"grant_type": "authorization_code", "code": "uma_ac_x", "scope": "admin"},
+            "wrong",
+            401,
+            "invalid_client",
+        ),
+        (
+            {"grant_type": "refresh_token", "refresh_token": "uma_rt_x", "scope": 'a"b'},
+            "wrong",
+            401,
+            "invalid_client",
+        ),
+        # ... and then still refused when it is bad, whatever the grant.
+        ({"grant_type": "client_credentials", "scope": 'a"b'}, "right", 400, "invalid_scope"),
+        (
+            {"grant_type": "client_credentials", "scope": "uma_protection openid"},
+            "right",
+            400,
+            "invalid_scope",
+        ),
+        (
+            {"grant_type": "refresh_token", "refresh_token": "uma_rt_x", "scope": "admin"},
+            "right",
+            400,
+            "invalid_scope",
+        ),
     ],
 )
 def test_token_endpoint_errors(

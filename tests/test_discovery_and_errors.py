@@ -49,6 +49,11 @@ def test_configuration_document(http: FlaskClient) -> None:
     assert document["pat_grant_types_supported"] == grant_types
     assert document["aat_grant_types_supported"] == grant_types
     assert document["pat_profiles_supported"] == ["bearer"]
+    # The RPT's profile also by the URI UMA 1.0 clients look for.
+    assert document["rpt_profiles_supported"] == [
+        "bearer",
+        "https://docs.kantarainitiative.org/uma/profiles/uma-token-bearer-1.0",
+    ]
 
 
 # Where an endpoint's operations are below its advertised URL (the spec's "{rsreguri}/resource_set").

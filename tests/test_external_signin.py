@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import pytest
 from flask import Flask
@@ -19,8 +19,9 @@ from umaserver.pages import csrf, external_signin
 from umaserver.services import accounts
 from umaserver.storage import Storage as Store
 
-from .conftest import FakeClock, write_config
+from .conftest import FakeClock, make_party, make_web_client, write_config
 from .fake_provider import CLIENT_ID, FakeProvider
+from .flows import FlaskApi, Flow
 
 
 @pytest.fixture
@@ -31,7 +32,13 @@ def provider() -> Iterator[FakeProvider]:
 
 @pytest.fixture
 def config_path(tmp_path: Path, provider: FakeProvider) -> Path:
-    (tmp_path / "policies.toml").write_text("", encoding="utf-8")
+    # alice's sets may be viewed by whoever shares an email the provider vouches for.
+    rules = (
+        '[[rules]]\nid = "by-provider"\nowner = "alice"\nscopes = ["view"]\n'
+        '[[rules.conditions]]\nclaim = "email"\nexists = true\n'
+        f'types = ["claim-client-redirect-1.0"]\nissuers = ["{provider.issuer}"]\n'
+    )
+    (tmp_path / "policies.toml").write_text(rules, encoding="utf-8")
     (tmp_path / "op-jwks.json").write_text(json.dumps(provider.jwks), encoding="utf-8")
     # Short bounds, for the cases that reach them.
     extra = "[claims]\nprovider_timeout = 1\nprovider_max_bytes = 8192\n" + provider.config_entry()
@@ -171,6 +178,32 @@ def test_the_providers_for_the_buttons(app: Flask, provider: FakeProvider) -> No
         assert external_signin.start_url(0, "/rqp_claims?x=1") == (
             "http://uma.test/rqp_claims/external/0?next=/rqp_claims%3Fx%3D1"
         )
+
+
+def test_redirect_required_does_not_say_where_to_sign_in_and_the_page_offers_every_way(
+    http: FlaskClient, store: Store, provider: FakeProvider
+) -> None:
+    rs = make_party(store, "alice", "uma_protection")
+    client_id, _ = make_web_client(store, "Viewer", ["https://viewer.test/back"])
+    bob = make_party(store, "bob", "uma_authorization", client_id=client_id)
+    flow = Flow(FlaskApi(http), rs, bob, {"name": "Photos", "scopes": ["view"]})
+    reply = flow.ask(flow.ticket("view"))
+    assert reply.status == 403, reply.text
+    [entry] = reply.json["need_claims"]
+    assert entry["type"] == "redirect_required"
+    # Only the provider can vouch for the email, yet the client is not told where (the spec
+    # keeps the choice of claims source from it).
+    assert entry["name"] == "Sign in to share your 'email'"
+    assert provider.issuer not in reply.text and "Example ID" not in reply.text
+    query = {
+        "scope": entry["value"],
+        "redirect_uri": "https://viewer.test/back",
+        "client_id": client_id,
+        "state": "s",
+    }
+    page = http.get("/rqp_claims?" + urlencode(query))
+    assert page.status_code == 200, page.text
+    assert 'id="signin-local"' in page.text and "Sign in with Example ID" in page.text
 
 
 # -- what goes wrong: an error page, never a 500, nobody signed in ----------------------------

@@ -1,7 +1,7 @@
 """Dynamic client registration with a plain HTTP client (`requests`) against a real server: the
 operator mints an initial access token with the command line, the client finds /register in the
-configuration document, registers, reads its registration, gets a PAT with client_credentials,
-and deletes itself."""
+configuration document, registers, reads its registration (which renews its registration access
+token), gets a PAT with client_credentials, and deletes itself."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ def test_register_read_use_and_delete_over_http(live_server: LiveServer) -> None
     read = requests.get(client["registration_client_uri"], headers=configuration, timeout=10)
     assert read.status_code == 200
     assert read.json()["uma_push_claim_types"] == ["custom"]
+    # Reading renewed the registration access token: the old one is done.
+    old = configuration
+    configuration = {"Authorization": f"Bearer {read.json()['registration_access_token']}"}
+    stale = requests.get(client["registration_client_uri"], headers=old, timeout=10)
+    assert stale.status_code == 401
 
     token = requests.post(
         document["token_endpoint"],

@@ -352,10 +352,10 @@ def test_explain_a_requesting_party_without_the_attribute_needs_a_redirect(
     assert answer["decision"] == "need_claims"
     assert answer["need_claims"] == []
     assert answer["redirect_required"] == {
-        "rule": "colleagues",
+        "rules": ["colleagues"],
         "claims": ["email"],
         "issuers": [SERVER],
-        "label": "Sign in at this server to share your 'email'",
+        "label": "Sign in to share your 'email'",
     }
     assert answer["explanation"][0]["reasons"] == [
         "condition 0 on 'email' failed: no claim 'email' was given (accepted types"

@@ -489,6 +489,101 @@ def test_need_claims_comes_from_the_nearest_rule(
     assert [(entry.type, entry.name) for entry in decision.need_claims] == needed
 
 
+BADGE = 'claim = "badge"\nexists = true'
+
+
+@pytest.mark.parametrize(
+    ("text", "claims", "scopes", "nearest", "needed"),
+    [
+        # Each scope its own rule: what each needs, in the order the scopes were asked for.
+        (
+            rule("doctors", DOCTOR) + rule("colleagues", COLLEAGUE, scopes=["print"]),
+            [],
+            ["view", "print"],
+            ("doctors", "colleagues"),
+            [(EMPLOYEE, "role"), (EMPLOYEE, "email")],
+        ),
+        (
+            rule("doctors", DOCTOR) + rule("colleagues", COLLEAGUE, scopes=["print"]),
+            [],
+            ["print", "view"],
+            ("colleagues", "doctors"),
+            [(EMPLOYEE, "email"), (EMPLOYEE, "role")],
+        ),
+        # Two rules missing one claim: asked for once.
+        (
+            rule("colleagues", COLLEAGUE)
+            + rule("dr-mail", 'claim = "email"\nprefix = "dr."', BADGE, scopes=["print"]),
+            [],
+            ["view", "print"],
+            ("colleagues", "dr-mail"),
+            [(EMPLOYEE, "email"), (EMPLOYEE, "badge")],
+        ),
+        # Per scope, the nearest: for view the rule missing one claim, not the one missing two.
+        (
+            rule("both", DOCTOR, COLLEAGUE, scopes=["view", "print"])
+            + rule("doctors", DOCTOR)
+            + rule("badges", BADGE, scopes=["print"]),
+            [],
+            ["view", "print"],
+            ("doctors", "badges"),
+            [(EMPLOYEE, "role"), (EMPLOYEE, "badge")],
+        ),
+        # A rule nearest for one scope is left out when another chosen rule grants it too: its
+        # claims would bring the grant no nearer.
+        (
+            rule("badges", BADGE) + rule("both", DOCTOR, COLLEAGUE, scopes=["view", "print"]),
+            [],
+            ["view", "print"],
+            ("both",),
+            [(EMPLOYEE, "role"), (EMPLOYEE, "email")],
+        ),
+        # Claims already sent count per rule: only what is still missing.
+        (
+            rule("doctors", DOCTOR, BADGE) + rule("colleagues", COLLEAGUE, scopes=["print"]),
+            [IS_DOCTOR],
+            ["view", "print"],
+            ("doctors", "colleagues"),
+            [(EMPLOYEE, "badge"), (EMPLOYEE, "email")],
+        ),
+    ],
+)
+def test_need_claims_for_several_scopes_covers_every_scope_not_granted(
+    text: str,
+    claims: list[Claim],
+    scopes: list[str],
+    nearest: tuple[str, ...],
+    needed: list[tuple[str, str]],
+) -> None:
+    decision = ask(text, claims, scopes, can_supply=[(EMPLOYEE, CLIENT)])
+    assert decision.outcome == "need_claims"
+    assert decision.rule_ids == nearest
+    assert [(entry.type, entry.name) for entry in decision.need_claims] == needed
+    summary = decision.summary.replace("'doctors'", "")  # the rule's name, not a value
+    shown = json.dumps([entry.as_dict() for entry in decision.need_claims]) + summary
+    assert "doctor" not in shown and "@example.com" not in shown and "dr." not in shown
+    # Sending what was asked for, with passing values, grants every scope.
+    values = {"role": ["doctor"], "email": "dr.bob@example.com", "badge": "b-7"}
+    sent = [claim(name, values[name]) for _, name in needed]
+    assert ask(text, [*claims, *sent], scopes, can_supply=[(EMPLOYEE, CLIENT)]).outcome == "grant"
+
+
+def test_a_summary_for_several_rules_says_which_could_grant_what() -> None:
+    text = rule("doctors", DOCTOR) + rule("colleagues", COLLEAGUE, scopes=["print", "delete"])
+    decision = ask(text, [], ["view", "print", "delete"], can_supply=[(EMPLOYEE, CLIENT)])
+    assert decision.summary == (
+        "Rule 'doctors' could grant 'view' and rule 'colleagues' could grant 'print', 'delete' on"
+        " resource set 'X-ray' with 2 more claims: 'role', 'email'."
+    )
+
+
+def test_one_scope_no_rule_could_grant_still_denies_the_whole_request() -> None:
+    text = rule("doctors", DOCTOR) + rule("staff", VIA_IDP, scopes=["print"])
+    decision = ask(text, [], ["view", "print"], can_supply=[(EMPLOYEE, CLIENT)])
+    assert (decision.outcome, decision.need_claims) == ("deny", ())
+    assert "grants 'print'" in decision.summary
+
+
 @pytest.mark.parametrize(
     ("text", "claims", "summary"),
     [

@@ -96,7 +96,7 @@ def entries(decision: Decision) -> list[dict[str, Any]]:
             "need_claims",
             ("r",),
             [],
-            RedirectNeed("r", ("email",), (AS, OP)),
+            RedirectNeed(("r",), ("email",), (AS, OP)),
             id="redirect-only-rule",
         ),
         pytest.param(
@@ -106,7 +106,7 @@ def entries(decision: Decision) -> list[dict[str, Any]]:
             "need_claims",
             ("r",),
             [],
-            RedirectNeed("r", ("email",), (OP,)),
+            RedirectNeed(("r",), ("email",), (OP,)),
             id="redirect-from-one-provider",
         ),
         pytest.param(
@@ -146,7 +146,7 @@ def entries(decision: Decision) -> list[dict[str, Any]]:
             "need_claims",
             ("gathered",),
             [],
-            RedirectNeed("gathered", ("email",), (AS, OP)),
+            RedirectNeed(("gathered",), ("email",), (AS, OP)),
             id="fewer-missing-wins-over-pushing",
         ),
         pytest.param(
@@ -166,7 +166,7 @@ def entries(decision: Decision) -> list[dict[str, Any]]:
             "need_claims",
             ("r",),
             [],
-            RedirectNeed("r", ("email",), (AS, OP)),
+            RedirectNeed(("r",), ("email",), (AS, OP)),
             id="then-redirect",
         ),
         pytest.param(
@@ -208,7 +208,7 @@ def entries(decision: Decision) -> list[dict[str, Any]]:
             "need_claims",
             ("r",),
             [],
-            RedirectNeed("r", ("email", "role"), (AS, OP)),
+            RedirectNeed(("r",), ("email", "role"), (AS, OP)),
             id="one-redirect-for-several-claims",
         ),
     ],
@@ -230,11 +230,49 @@ def test_which_entry(
         assert decision.need_claims == ()
 
 
+def test_several_scopes_pushed_claims_first_then_one_redirect_for_the_rest() -> None:
+    # view needs a pushed role (rule "pushed"), print an email shared by signing in ("gathered").
+    text = rule("pushed", DOCTOR_PUSHED) + rule("gathered", COLLEAGUE_GATHERED, scopes=["print"])
+    scopes = ["view", "print"]
+    first = ask(text, scopes=scopes)
+    assert (first.outcome, first.rule_ids, first.redirect) == (
+        "need_claims",
+        ("pushed", "gathered"),
+        None,
+    )
+    assert [(e.type, e.name) for e in first.need_claims] == [(EMPLOYEE, "role")]
+    assert first.summary == (
+        "Rule 'pushed' could grant 'view' and rule 'gathered' could grant 'print' on resource set"
+        " 'X-ray' with 1 more claim: 'role'; then the requesting party can share 'email' by"
+        " signing in here."
+    )
+    # Nothing pushable left: one redirect, for the rule of what is left.
+    then = ask(text, [pushed("role", ["doctor"])], scopes=scopes)
+    assert (then.outcome, then.rule_ids, then.need_claims) == ("need_claims", ("gathered",), ())
+    assert then.redirect == RedirectNeed(("gathered",), ("email",), (AS, OP))
+    shared_email = shared("email", "bob@example.com")
+    assert ask(text, [pushed("role", ["doctor"]), shared_email], scopes=scopes).outcome == "grant"
+
+
+def test_several_scopes_gathered_by_redirect_share_one_redirect() -> None:
+    text = rule("colleagues", COLLEAGUE_GATHERED) + rule(
+        "doctors", f'{DOCTOR}\n{BY_REDIRECT}\nissuers = ["{AS}"]', scopes=["print"]
+    )
+    decision = ask(text, scopes=["view", "print"])
+    assert (decision.outcome, decision.need_claims) == ("need_claims", ())
+    assert decision.redirect == RedirectNeed(("colleagues", "doctors"), ("email", "role"), (AS, OP))
+    assert decision.as_dict()["redirect_required"] == {
+        "rules": ["colleagues", "doctors"],
+        "claims": ["email", "role"],
+        "issuers": [AS, OP],
+    }
+
+
 def test_a_client_that_cannot_push_what_the_rule_accepts_is_offered_a_redirect() -> None:
     text = rule("r", f'{DOCTOR}\ntypes = ["{EMPLOYEE}", "{REDIRECT}"]')
     assert [(e.type, e.name) for e in ask(text).need_claims] == [(EMPLOYEE, "role")]
     other = [("urn:other", CLIENT)]
-    assert ask(text, can_supply=other).redirect == RedirectNeed("r", ("role",), (AS, OP))
+    assert ask(text, can_supply=other).redirect == RedirectNeed(("r",), ("role",), (AS, OP))
     assert ask(text, can_supply=other, can_gather=()).outcome == "deny"
 
 
@@ -346,7 +384,7 @@ def test_a_redirect_decision_as_dict_and_summary() -> None:
         "summary",
     ]
     assert answer["need_claims"] == []
-    assert answer["redirect_required"] == {"rule": "r", "claims": ["email"], "issuers": [AS, OP]}
+    assert answer["redirect_required"] == {"rules": ["r"], "claims": ["email"], "issuers": [AS, OP]}
 
 
 def test_a_push_first_summary_says_a_redirect_follows() -> None:
@@ -362,23 +400,24 @@ def test_a_push_first_summary_says_a_redirect_follows() -> None:
 
 
 @pytest.mark.parametrize(
-    ("need", "names", "label"),
+    ("need", "label"),
     [
-        (RedirectNeed("r", ("email",), (AS,)), {}, "Sign in at this server to share your 'email'"),
+        (RedirectNeed(("r",), ("email",), (AS,)), "Sign in to share your 'email'"),
         (
-            RedirectNeed("r", ("email", "role"), (AS, OP)),
-            {OP: "Example Accounts"},
-            "Sign in at this server or at Example Accounts to share your 'email' and 'role'",
+            RedirectNeed(("r",), ("email", "role"), (AS, OP)),
+            "Sign in to share your 'email' and 'role'",
         ),
         (
-            RedirectNeed("r", ("a", "b", "c"), ("https://a.example", OP)),
-            {},
-            f"Sign in at https://a.example or at {OP} to share your 'a', 'b' and 'c'",
+            RedirectNeed(("r", "s"), ("a", "b", "c"), ("https://a.example", OP)),
+            "Sign in to share your 'a', 'b' and 'c'",
         ),
     ],
 )
-def test_redirect_label(need: RedirectNeed, names: dict[str, str], label: str) -> None:
-    assert redirect_label(need, AS, names) == label
+def test_redirect_label_names_the_claims_never_where_to_sign_in(
+    need: RedirectNeed, label: str
+) -> None:
+    # The spec keeps the choice of claims source from the client: the label names no issuer.
+    assert redirect_label(need) == label
 
 
 # -- need_claims says whose word is wanted (issuers) ------------------------------------------------
@@ -472,7 +511,7 @@ def test_hints_labels_and_summaries_never_reveal_the_value(condition: str) -> No
     assert decision.outcome == "need_claims"
     shown = json.dumps(entries(decision)) + decision.summary
     if decision.redirect is not None:
-        shown += redirect_label(decision.redirect, AS) + json.dumps(decision.redirect.as_dict())
+        shown += redirect_label(decision.redirect) + json.dumps(decision.redirect.as_dict())
     assert "secret" not in shown
 
 

@@ -300,12 +300,62 @@ def test_read_with_the_registration_token(http: FlaskClient, registered: dict[st
     path = f"/register/{registered['client_id']}"
     reply = http.get(path, headers=bearer(registered["registration_access_token"]))
     assert reply.status_code == 200
+    assert reply.headers["Cache-Control"] == "no-store"
+    body = reply.get_json()
+    renewed = body.pop("registration_access_token")
+    assert renewed.startswith("uma_rat_") and renewed != registered["registration_access_token"]
     expected = {
         k: v
         for k, v in registered.items()
         if k not in ("client_secret", "registration_access_token")
     }
-    assert reply.get_json() == expected
+    assert body == expected
+
+
+@pytest.mark.parametrize("renewed_by", ["GET", "PUT"])
+def test_reading_or_updating_renews_the_registration_token_and_the_old_one_stops_working(
+    http: FlaskClient,
+    store: Store,
+    config_path: Path,
+    registered: dict[str, Any],
+    renewed_by: str,
+) -> None:
+    # RFC 7592 3: the server may issue a new registration access token on a read or an update;
+    # the client must then discard the old one. Here it always does: only digests are kept.
+    path = f"/register/{registered['client_id']}"
+    old = registered["registration_access_token"]
+    update = {"client_id": registered["client_id"], **CC, "client_name": "renamed"}
+    reply = http.open(path, method=renewed_by, json=update, headers=bearer(old))
+    assert reply.status_code == 200, reply.get_json()
+    new = reply.get_json()["registration_access_token"]
+    assert new.startswith("uma_rat_") and new != old
+    for method in ("GET", "PUT", "DELETE"):
+        refused = http.open(path, method=method, json=update, headers=bearer(old))
+        assert refused.status_code == 401 and refused.get_json()["error"] == "invalid_token"
+    assert stored_client(store, registered["client_id"]) is not None
+    assert new not in dump_database(config_path.parent / "uma.db")  # stored as a digest
+    # The new one works, once: each read answers the next.
+    newer = http.get(path, headers=bearer(new)).get_json()["registration_access_token"]
+    assert http.get(path, headers=bearer(new)).status_code == 401
+    assert http.delete(path, headers=bearer(newer)).status_code == 204
+
+
+def test_of_two_requests_with_one_registration_token_one_renews_it(
+    http: FlaskClient, store: Store, registered: dict[str, Any]
+) -> None:
+    from umaserver.services import clients
+
+    old = registered["registration_access_token"]
+    # Both found the client by the token before either renewed it.
+    first = clients.find_by_registration_token(store, registered["client_id"], old)
+    second = clients.find_by_registration_token(store, registered["client_id"], old)
+    assert first is not None and second is not None
+    new = clients.renew_registration_token(store, first)
+    assert new is not None
+    assert clients.renew_registration_token(store, second) is None
+    assert clients.update_registration(store, second, clients.settings_of(second)) is None
+    path = f"/register/{registered['client_id']}"
+    assert http.get(path, headers=bearer(new)).status_code == 200
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
@@ -364,10 +414,15 @@ def test_update_replaces_the_metadata(http: FlaskClient, registered: dict[str, A
     assert body["redirect_uris"] == ["http://localhost:8080/cb"]
     assert body["response_types"] == ["code"]
     assert body["uma_push_claim_types"] == ["other"]
-    assert http.get(path, headers=auth).get_json() == body
+    auth = bearer(body.pop("registration_access_token"))
+    read = http.get(path, headers=auth).get_json()
+    auth = bearer(read.pop("registration_access_token"))
+    assert read == body
     # Dropped push types do not come back.
     again = http.put(path, json={**update, "uma_push_claim_types": ["custom"]}, headers=auth)
     assert again.status_code == 400 and "not allowed" in again.get_json()["error_description"]
+    # A refused update keeps the token presented.
+    assert http.get(path, headers=auth).status_code == 200
     # The secret still works, for the scope now registered.
     status = token_status(
         http, registered["client_id"], registered["client_secret"], "uma_authorization"

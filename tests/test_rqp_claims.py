@@ -137,7 +137,8 @@ def test_redirect_required_then_sign_in_share_and_the_next_request_is_granted(
     ticket = world.flow.ticket("view")
     entry = world.redirect_entry(ticket)
     assert set(entry) == {"type", "name", "value"}
-    assert entry["name"] and "nurse" not in entry["name"]  # a label, never the wanted value
+    # A label naming the claim: never the wanted value, nor where the person will sign in.
+    assert entry["name"] == "Sign in to share your 'role'"
     link = world.link(entry["value"])
 
     page = world.http.get(link)

@@ -182,6 +182,23 @@ def test_a_clients_secret_and_registration_digests_are_set(store: Storage) -> No
     assert not store.set_registration_digest("nobody", "x")
 
 
+def test_a_registration_digest_is_replaced_only_when_it_is_the_one_expected(
+    store: Storage,
+) -> None:
+    client = make_client(store)
+    assert not store.replace_registration_digest(client.client_id, "reg", "reg-2")  # none yet
+    assert store.set_registration_digest(client.client_id, "reg")
+    assert store.replace_registration_digest(client.client_id, "reg", "reg-2")
+    assert store.get_client(client.client_id) == replace(client, registration_digest="reg-2")
+    # The old one again (a second request that presented it): nothing changes.
+    assert not store.replace_registration_digest(client.client_id, "reg", "reg-3")
+    assert store.get_client(client.client_id) == replace(client, registration_digest="reg-2")
+    assert not store.replace_registration_digest("nobody", "reg-2", "x")
+    assert store.set_registration_digest(client.client_id, None)
+    assert not store.replace_registration_digest(client.client_id, "reg-2", "x")
+    assert store.get_client(client.client_id) == replace(client, registration_digest=None)
+
+
 def test_deleting_a_client_takes_what_was_issued_to_it(store: Storage) -> None:
     client, other = make_client(store), make_client(store)
     token, kept = make_token(store, client), make_token(store, other)

@@ -1,7 +1,8 @@
 """Checks on a client-authenticated request (/token, /revoke) before Authlib sees it: no
 parameter twice (RFC 6749 3.1), one client authentication (RFC 6749 2.3), a Basic header that
-decodes, a grant type and scopes of the right syntax (RFC 6749 3.3). Authlib would accept some of
-these, or answer others with a 500."""
+decodes, a grant type of the right syntax; and, once Authlib has authenticated the client, scopes
+of the right syntax (RFC 6749 3.3) that this server offers. Authlib would accept some of these, or
+answer others with a 500."""
 
 from __future__ import annotations
 
@@ -85,12 +86,11 @@ def check_client_request() -> None:
 
 
 def check_token_request(grant_types: tuple[str, ...]) -> None:
-    """What Authlib does not refuse, or refuses with a 500: a parameter twice, two client
-    authentications, a Basic header that does not decode, a grant type or scopes of the wrong
-    syntax."""
+    """What Authlib does not refuse, or refuses with a 500, before it authenticates the client: a
+    parameter twice, two client authentications, a Basic header that does not decode, a grant type
+    of the wrong syntax. The scope waits for the client's authentication (`check_token_scope`)."""
     check_client_request()
-    parameters = request.values
-    grant_type = parameters.get("grant_type")
+    grant_type = request.values.get("grant_type")
     if grant_type not in grant_types:
         said = "missing" if grant_type is None else f"{echo(grant_type)} is not supported"
         raise _TokenError(
@@ -98,6 +98,14 @@ def check_token_request(grant_types: tuple[str, ...]) -> None:
             "unsupported_grant_type",
             f"grant_type: {said}; use one of the grant_types_supported.",
         )
+
+
+def check_token_scope() -> None:
+    """The token request's scope: of RFC 6749 3.3's syntax, each one this server offers, and
+    given for client_credentials. Called once the client is authenticated, so that a client with
+    a wrong secret learns only that (401 invalid_client), whatever scope it sent."""
+    parameters = request.values
+    grant_type = parameters.get("grant_type")
     scopes = [name for name in parameters.get("scope", "").split(" ") if name]
     if not scopes:
         if grant_type == "client_credentials":

@@ -25,6 +25,10 @@ def claim_profiles() -> list[str]:
     return [OIDC_TYPE, *([SAML_TYPE] if runtime().config.saml_idps else []), REDIRECT_TYPE]
 
 
+# The RPT is a bearer token whose permissions the resource server reads by introspection: UMA
+# 1.0's bearer token profile, under its URI as UMA 1.0 clients look for it, and the short name.
+RPT_PROFILES = ("bearer", "https://docs.kantarainitiative.org/uma/profiles/uma-token-bearer-1.0")
+
 _DOCUMENT = "umaserver.configuration_document"
 
 
@@ -54,7 +58,7 @@ def document() -> dict[str, object]:
         "issuer": config.issuer,
         "pat_profiles_supported": ["bearer"],
         "aat_profiles_supported": ["bearer"],
-        "rpt_profiles_supported": ["bearer"],
+        "rpt_profiles_supported": list(RPT_PROFILES),
         "pat_grant_types_supported": list(GRANT_TYPES),
         "aat_grant_types_supported": list(GRANT_TYPES),
         "claim_profiles_supported": claim_profiles(),

@@ -1,7 +1,8 @@
 """Token introspection (RFC 7662) for resource servers, with a PAT.
 
 An RPT answers with its permissions on the asking owner's and resource server's sets only; a PAT or
-AAT is visible only to the client it was issued to; anything else is `{"active": false}`.
+AAT is visible only to the client it was issued to, with `sub` and `username` when it was issued
+for a person; anything else is `{"active": false}`.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ def _rpt_answer(rpt: Rpt, permissions: list[Permission]) -> dict[str, Any]:
 
 
 def _access_token_answer(token: AccessToken) -> dict[str, Any]:
-    return {
+    """RFC 7662 2.2's fields; `sub` (the person's opaque sub) and `username` only for a token
+    issued for a person: one a client holds for itself (client_credentials) has no one to name."""
+    answer: dict[str, Any] = {
         "active": True,
         "scope": token.scope,
         "client_id": token.client_id,
@@ -63,6 +66,11 @@ def _access_token_answer(token: AccessToken) -> dict[str, Any]:
         "iat": token.issued_at,
         "token_type": "Bearer",
     }
+    if token.user_sub is not None:
+        answer["sub"] = token.user_sub
+        if token.username is not None:
+            answer["username"] = token.username
+    return answer
 
 
 @bp.post("/introspect")

@@ -7,6 +7,12 @@ issue`) unless `[registration] open = true`. A client may push the claim types
 gets none. The answer carries the client's secret (none for a public client) and a registration
 access token for `/register/<client_id>`; both are shown once and stored as digests. An unknown
 client and a wrong registration token answer alike (401, RFC 7592 3).
+
+Reading or updating the registration answers a new registration access token, and the one
+presented stops working (RFC 7592 3: the server may issue a new one; the client must then discard
+the old). The current one cannot be answered again: only its digest is kept. Of two requests that
+present one token, one gets the new token and the other 401. A refused update (400) keeps the
+token presented; deleting needs no new one.
 """
 
 from __future__ import annotations
@@ -107,7 +113,8 @@ def _body() -> dict[str, Any]:
 
 
 def _answer(client: Client, status: int, secrets: dict[str, Any] | None = None) -> Response:
-    """The client information response (RFC 7591 3.2.1); `secrets` only at registration."""
+    """The client information response (RFC 7591 3.2.1, RFC 7592 3); `secrets`: what was just
+    issued (the client secret only at registration, a registration access token each time)."""
     document = clients.client_information(client)
     document.update(secrets or {})
     if not client.is_public:
@@ -137,19 +144,26 @@ def _queue_uris(client: Client) -> None:
         running.wake()
 
 
+_NOT_THIS_CLIENTS = "The registration access token is not this client's."
+
+
 def _registered(client_id: str) -> Client:
     token = _bearer_token()
     if token is None:
         raise _missing("This endpoint needs the registration access token (Bearer).")
     client = clients.find_by_registration_token(storage(), client_id, token)
     if client is None:
-        raise _invalid("The registration access token is not this client's.")
+        raise _invalid(_NOT_THIS_CLIENTS)
     return client
 
 
 @bp.get("/register/<client_id>")
 def read_client(client_id: str) -> Response:
-    return _answer(_registered(client_id), 200)
+    client = _registered(client_id)
+    token = clients.renew_registration_token(storage(), client)
+    if token is None:  # another request with the same token renewed it first
+        raise _invalid(_NOT_THIS_CLIENTS)
+    return _answer(client, 200, {"registration_access_token": token})
 
 
 @bp.put("/register/<client_id>")
@@ -168,11 +182,12 @@ def update_client(client_id: str) -> Response:
             " confidential; register a new one."
         )
     settings = _checked(settings, client.push_claim_types, "beyond what the client had")
-    updated = clients.update_client(storage(), client, settings)
-    if updated is None:  # deleted in between
-        raise _invalid("The registration access token is not this client's.")
+    done = clients.update_registration(storage(), client, settings)
+    if done is None:  # deleted, or its token renewed by another request, in between
+        raise _invalid(_NOT_THIS_CLIENTS)
+    updated, token = done
     _queue_uris(updated)
-    return _answer(updated, 200)
+    return _answer(updated, 200, {"registration_access_token": token})
 
 
 @bp.delete("/register/<client_id>")

@@ -4,8 +4,9 @@
 authenticate with `client_secret_basic` or `client_secret_post`, one of them (RFC 6749 2.3).
 
 The request is checked here before Authlib sees it: no parameter twice (RFC 6749 3.1), one client
-authentication, a Basic header that decodes, a grant type and scopes of the right syntax. Every
-error, Authlib's too, is written by `error_responses` with an `error_description`.
+authentication, a Basic header that decodes, a grant type of the right syntax; its scopes once
+Authlib has authenticated the client. Every error, Authlib's too, is written by `error_responses`
+with an `error_description`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..errors import InvalidRequest
 from ..runtime import runtime
 from ..services.accounts import new_access_token, store_access_token
 from ..storage.per_request import storage
-from .client_requests import check_token_request
+from .client_requests import check_token_request, check_token_scope
 from .code_grants import (
     TOKEN_AUTH_METHODS,
     OAuthClient,
@@ -95,6 +96,14 @@ class PublicRequest(FlaskOAuth2Request):  # type: ignore[misc]
 
 
 class UMAAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
+    def authenticate_client(self, request: Any, methods: Any, endpoint: str = "token") -> Any:
+        """The client first, then the token request's scope: a wrong secret is 401
+        invalid_client even beside a bad scope (RFC 6749 5.2)."""
+        client = super().authenticate_client(request, methods, endpoint)
+        if endpoint == "token":
+            check_token_scope()
+        return client
+
     def validate_requested_scope(self, scope: str | None) -> None:
         normalise_scope(scope)
 

@@ -9,7 +9,8 @@ The request is checked in this order:
    redirect: the redirect URI cannot be trusted.
 2. Everything else (repeated or oversized parameters, `response_type`, `scope`, PKCE) by the
    checks here and Authlib's: a failure goes back to the redirect URI with `error`,
-   `error_description` and `state` (RFC 6749 4.1.2.1).
+   `error_description` and `state` (RFC 6749 4.1.2.1). Scopes this server does not offer beside
+   one it does are left out (RFC 6749 3.3); the code, and the token response, carry the rest.
 3. Sign-in (`/signin?next=` this URL), then consent: remembered per person, client and scope; a
    consent page otherwise, whose form (CSRF token, `decision` allow or deny) posts back to the same
    URL.

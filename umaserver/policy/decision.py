@@ -43,36 +43,30 @@ class NeededClaim:
 
 @dataclass(frozen=True)
 class RedirectNeed:
-    """The nearest rule can grant only with claims the requesting party shares by signing in at
-    this server (the redirect profile): which rule, the claim names to gather, and the issuers whose
-    word the rule accepts for them among those this server can gather from (sorted). The service
-    turns it into the one `redirect_required` entry, with a handle of its own as `value` and
-    `redirect_label` as `name`."""
+    """The nearest rules can grant only with claims the requesting party shares by signing in at
+    this server (the redirect profile): which rules, the claim names to gather, and the issuers
+    whose word the rules accept for them among those this server can gather from (sorted). The
+    service turns it into the one `redirect_required` entry, with a handle of its own as `value`
+    and `redirect_label` as `name`."""
 
-    rule_id: str
+    rule_ids: tuple[str, ...]
     claims: tuple[str, ...]
     issuers: tuple[str, ...]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule_id, "claims": list(self.claims), "issuers": list(self.issuers)}
+        return {
+            "rules": list(self.rule_ids),
+            "claims": list(self.claims),
+            "issuers": list(self.issuers),
+        }
 
 
-def redirect_label(
-    need: RedirectNeed, server_issuer: str, display_names: Mapping[str, str] | None = None
-) -> str:
-    """A human-readable `name` for the `redirect_required` entry: where to sign in and which claims
-    are shared, e.g. "Sign in at this server to share your 'email'". Names the claims, never a value
-    a rule wants. `display_names` maps a provider's issuer to the name shown for it."""
-    names = display_names or {}
-    places = [
-        "this server" if issuer == server_issuer else names.get(issuer) or issuer
-        for issuer in need.issuers
-    ]
-    if server_issuer in need.issuers:  # this server first
-        places.remove("this server")
-        places.insert(0, "this server")
-    where = f" {_either([f'at {place}' for place in places])}" if places else ""
-    return f"Sign in{where} to share your {_both([repr(name) for name in need.claims])}"
+def redirect_label(need: RedirectNeed) -> str:
+    """A human-readable `name` for the `redirect_required` entry: which claims the requesting party
+    is asked to share, e.g. "Sign in to share your 'email'". It names the claims, never a value a
+    rule wants, nor where the person will sign in: the spec keeps the choice of claims source from
+    the client (the sign-in page itself offers every provider)."""
+    return f"Sign in to share your {_both([repr(name) for name in need.claims])}"
 
 
 @dataclass(frozen=True)
@@ -156,15 +150,16 @@ def decide(
     can_gather: Collection[tuple[str, str]] = (),
 ) -> Decision:
     """Grant when the owner's rules that cover this resource set and hold on `claims` grant every
-    requested scope (all or nothing); else ask for the claims of the nearest rule that could still
-    hold; else deny.
+    requested scope (all or nothing); else, when every scope not granted yet has a rule that could
+    still grant it, ask for the claims those rules miss; else deny.
 
     A missing claim can come from the client (some (claim type, issuer) of `can_supply` is
     accepted) or from the requesting party, redirected to sign in here (some pair of `can_gather`:
     (REDIRECT_TYPE, this server's issuer or a sign-in provider's); empty when no person is behind
-    the request). The nearest rule misses the fewest conditions, a tie going to one the client can
-    satisfy by pushing alone. Of its missing claims, those the client can push are asked for first;
-    only when none is left does the decision ask for a redirect (`Decision.redirect`)."""
+    the request). For each scope not granted yet the nearest rule that could grant it is chosen
+    (`_nearest_rules`), and the claims they miss are asked for together, once per claim type and
+    name. Of those, the ones the client can push are asked for first; only when none is left does
+    the decision ask for a redirect (`Decision.redirect`)."""
     requested = tuple(dict.fromkeys(scopes))
     owned = rules.rules_for(owner)
     evaluations: dict[int, Evaluation] = {}
@@ -212,28 +207,25 @@ def decide(
             f"Denied: no rule that holds, or that this client could still satisfy, grants"
             f" {_scope_list(out_of_reach)} on resource set {name!r}."
         )
-    nearest = min(
-        candidates,
-        key=lambda e: (
-            not wanted <= e.rule.grants,
-            len(e.missing),
-            not e.by_pushing_alone,
-            e.index,
-        ),
+    nearest = _nearest_rules(candidates, uncovered)
+    rule_ids = tuple(evaluation.rule.id for evaluation in nearest)
+    could = _both(
+        [
+            f"rule {e.rule.id!r} could grant {_scope_list(s for s in uncovered if s in e.rule.grants)}"
+            for e in nearest
+        ]
     )
-    would_grant = tuple(scope for scope in uncovered if scope in nearest.rule.grants)
-    could = (
-        f"Rule {nearest.rule.id!r} could grant {_scope_list(would_grant)} on resource set {name!r}"
-    )
-    pushed = tuple(check for check in nearest.missing if check.pushable)
-    gathered = tuple(check for check in nearest.missing if not check.pushable)
-    later = _redirect_need(nearest, gathered, can_gather)
+    could = f"{could[0].upper()}{could[1:]} on resource set {name!r}"
+    missing = [check for evaluation in nearest for check in evaluation.missing]
+    pushed = tuple(check for check in missing if check.pushable)
+    gathered = tuple(check for check in missing if not check.pushable)
+    later = _redirect_need(rule_ids, gathered, can_gather)
     if not pushed:
         assert later is not None  # every missing check is pushable or gatherable
         count = _count(len(later.claims), "more claim")
         return Decision(
             "need_claims",
-            (nearest.rule.id,),
+            rule_ids,
             (),
             f"{could} with {count} this client cannot supply:"
             f" {_both([repr(n) for n in later.claims])}; the requesting party can share"
@@ -252,11 +244,40 @@ def decide(
         )
     return Decision(
         "need_claims",
-        (nearest.rule.id,),
+        rule_ids,
         needed,
         f"{could} with {_count(len(needed), 'more claim')}: {names}{then}.",
         _explanation=explanation,
     )
+
+
+def _nearest_rules(
+    candidates: Sequence[Evaluation], uncovered: Sequence[str]
+) -> tuple[Evaluation, ...]:
+    """For each scope not granted yet (in the order asked), the nearest candidate that grants it:
+    the fewest missing conditions, then one the client can satisfy by pushing alone, then one that
+    grants more of those scopes, then file order. A chosen rule whose scopes the other chosen ones
+    grant as well is then left out (the one missing most first): its claims would not bring the
+    grant any nearer. Each scope has a candidate (the caller denied otherwise)."""
+    wanted = frozenset(uncovered)
+    chosen: dict[int, Evaluation] = {}
+    for scope in uncovered:
+        nearest = min(
+            (evaluation for evaluation in candidates if scope in evaluation.rule.grants),
+            key=lambda e: (
+                len(e.missing),
+                not e.by_pushing_alone,
+                -len(e.rule.grants & wanted),
+                e.index,
+            ),
+        )
+        chosen.setdefault(nearest.index, nearest)
+    kept = list(chosen.values())
+    for evaluation in sorted(kept, key=lambda e: (-len(e.missing), -e.index)):
+        others = [e.rule.grants for e in kept if e is not evaluation]
+        if others and wanted <= frozenset().union(*others):
+            kept.remove(evaluation)
+    return tuple(kept)
 
 
 def _verdict(
@@ -316,10 +337,10 @@ def _needed_claims(
 
 
 def _redirect_need(
-    nearest: Evaluation, gathered: Sequence[Check], can_gather: Collection[tuple[str, str]]
+    rule_ids: tuple[str, ...], gathered: Sequence[Check], can_gather: Collection[tuple[str, str]]
 ) -> RedirectNeed | None:
     """What the requesting party could share by signing in here for these missing checks (each
-    gatherable), or None when there are none."""
+    gatherable) of the rules `rule_ids`, or None when there are none."""
     if not gathered:
         return None
     names = tuple(dict.fromkeys(check.condition.claim for check in gathered))
@@ -331,7 +352,7 @@ def _redirect_need(
             if check.condition.accepts(claim_type, issuer)
         }
     )
-    return RedirectNeed(nearest.rule.id, names, tuple(issuers))
+    return RedirectNeed(rule_ids, names, tuple(issuers))
 
 
 def _count(number: int, what: str) -> str:

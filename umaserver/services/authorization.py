@@ -144,7 +144,7 @@ def request_authorization(
             handle = gathering.make_handle(
                 storage, ticket=ticket, aat=aat, now=now, lifetime=lifetimes.claims_handle
             )
-            label = redirect_label(decision.redirect, server_issuer, display_names)
+            label = redirect_label(decision.redirect)
             outcome = Outcome(
                 "need_claims", need_claims=(NeededClaim("redirect_required", label, handle),)
             )

@@ -5,7 +5,8 @@ registration, RFC 7592 for reading, updating and deleting) and `client create` a
 registered with; `settings_problem` holds RFC 7591's consistency rules (2.1: grant types against
 response types; a public client never uses client_credentials; the code flow needs redirect URIs).
 A client registered here gets a secret (none when public) and, dynamically, a registration access
-token; both exist only in the return value and are stored as digests.
+token, renewed each time it is used to read or update the registration; both exist only in the
+return value and are stored as digests.
 """
 
 from __future__ import annotations
@@ -197,6 +198,35 @@ def update_client(storage: Storage, client: Client, settings: ClientSettings) ->
         metadata=metadata_of(settings),
     )
     return updated if storage.update_client(updated) else None
+
+
+def renew_registration_token(storage: Storage, client: Client) -> str | None:
+    """A new registration access token for `client`, just found by its current one: reading or
+    updating a registration answers a new one (RFC 7592 3 lets the server issue one, and the
+    client must then discard the old), since only the current one's digest is kept. The old one
+    stops working at once. None when it was replaced meanwhile (another request presented it
+    first and got the new one) or the client is gone."""
+    if client.registration_digest is None:
+        return None
+    token = secrets_at_rest.new_token(REGISTRATION_TOKEN_PREFIX)
+    renewed = storage.replace_registration_digest(
+        client.client_id, client.registration_digest, secrets_at_rest.digest(token)
+    )
+    return token if renewed else None
+
+
+def update_registration(
+    storage: Storage, client: Client, settings: ClientSettings
+) -> tuple[Client, str] | None:
+    """`update_client` with a new registration access token (`renew_registration_token`), in one
+    transaction: the client as now registered and its new token; None, and nothing changed, when
+    the token presented was replaced meanwhile or the client is gone."""
+    with storage.transaction():
+        token = renew_registration_token(storage, client)
+        if token is None:
+            return None
+        updated = update_client(storage, client, settings)
+    return None if updated is None else (updated, token)
 
 
 def rotate_secret(storage: Storage, client_id: str) -> str | None:

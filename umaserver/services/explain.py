@@ -113,8 +113,5 @@ def explain_access(
     answer = decision.as_dict()
     if decision.redirect is not None:
         # The `name` of the redirect_required entry the server would answer with.
-        names = sign_in_providers(config.oidc_issuers)
-        answer["redirect_required"]["label"] = redirect_label(
-            decision.redirect, config.issuer, names
-        )
+        answer["redirect_required"]["label"] = redirect_label(decision.redirect)
     return answer

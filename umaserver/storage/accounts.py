@@ -71,6 +71,16 @@ class Accounts(Handle):
             == 1
         )
 
+    def replace_registration_digest(self, client_id: str, expected: str, digest: str) -> bool:
+        return (
+            self._write(
+                "UPDATE clients SET registration_digest = ?"
+                " WHERE client_id = ? AND registration_digest = ?",
+                (digest, client_id, expected),
+            )
+            == 1
+        )
+
     def delete_client(self, client_id: str) -> bool:
         # Every table naming a client does so with ON DELETE CASCADE.
         return self._write("DELETE FROM clients WHERE client_id = ?", (client_id,)) == 1

@@ -77,6 +77,12 @@ class Clients(Protocol):
         """False when there is no such client."""
         ...
 
+    def replace_registration_digest(self, client_id: str, expected: str, digest: str) -> bool:
+        """Sets the client's registration digest to `digest` only if it is `expected` now, in one
+        statement (of two requests that present one token, one replaces it); False otherwise (no
+        such client, or another digest)."""
+        ...
+
     def delete_client(self, client_id: str) -> bool:
         """Deletes the client with everything issued to it or registered by it (its tokens,
         resource sets, tickets, RPTs, codes, consents); False when there is none."""
