@@ -162,7 +162,10 @@ def test_token_issue_and_revoke(cli: CLI, http: FlaskClient) -> None:
         (
             [],
             {
-                "grant_types": ["client_credentials"],
+                "grant_types": [
+                    "client_credentials",
+                    "urn:ietf:params:oauth:grant-type:uma-ticket",
+                ],
                 "response_types": [],
                 "token_endpoint_auth_method": "client_secret_basic",
                 "scope": "uma_protection uma_authorization",
@@ -172,7 +175,12 @@ def test_token_issue_and_revoke(cli: CLI, http: FlaskClient) -> None:
             ["--redirect-uri", "http://127.0.0.1:9000/cb", "--scope", "uma_protection"],
             {
                 "redirect_uris": ["http://127.0.0.1:9000/cb"],
-                "grant_types": ["client_credentials", "authorization_code", "refresh_token"],
+                "grant_types": [
+                    "client_credentials",
+                    "urn:ietf:params:oauth:grant-type:uma-ticket",
+                    "authorization_code",
+                    "refresh_token",
+                ],
                 "response_types": ["code"],
                 "scope": "uma_protection",
             },
@@ -200,6 +208,20 @@ def test_token_issue_and_revoke(cli: CLI, http: FlaskClient) -> None:
         (
             ["--grant-type", "client_credentials", "--grant-type", "client_credentials"],
             {"grant_types": ["client_credentials"]},
+        ),
+        (
+            [
+                "--grant-type",
+                "urn:ietf:params:oauth:grant-type:uma-ticket",
+                "--claims-redirect-uri",
+                "https://app.test/claims",
+                "--claims-redirect-uri",
+                "http://127.0.0.1:9000/claims",
+            ],
+            {
+                "grant_types": ["urn:ietf:params:oauth:grant-type:uma-ticket"],
+                "claims_redirect_uris": ["https://app.test/claims", "http://127.0.0.1:9000/claims"],
+            },
         ),
     ],
 )

@@ -85,7 +85,12 @@ def test_oauth_authorization_server_metadata(http: FlaskClient) -> None:
         "token_endpoint": "http://uma.test/token",
         "registration_endpoint": "http://uma.test/register",
         "revocation_endpoint": "http://uma.test/revoke",
-        "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"],
+        "grant_types_supported": [
+            "client_credentials",
+            "authorization_code",
+            "refresh_token",
+            "urn:ietf:params:oauth:grant-type:uma-ticket",
+        ],
         "response_types_supported": ["code"],
         "token_endpoint_auth_methods_supported": [
             "client_secret_basic",

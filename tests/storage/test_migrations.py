@@ -884,3 +884,53 @@ def test_no_released_step_changes() -> None:
         for step in migrations(backend)
     }
     assert {name: found[name] for name in RELEASED_STEPS} == RELEASED_STEPS
+
+
+def test_version_11_gives_the_uma_ticket_grant_to_confidential_clients_with_a_list(
+    v1_db: Path,
+) -> None:
+    path = v1_db
+    conn = read(path)
+    try:
+        for version in range(2, 11):
+            name = f"version {version}"
+            _apply(
+                conn,
+                step("sqlite", version),
+                (version,),
+                T0,
+                only_if_version=version - 1,
+                name=name,
+            )
+        metadata = {
+            "listed": {
+                "grant_types": ["client_credentials"],
+                "token_endpoint_auth_method": "client_secret_basic",
+            },
+            "public": {"grant_types": ["authorization_code"], "token_endpoint_auth_method": "none"},
+            "has-it": {"grant_types": ["urn:ietf:params:oauth:grant-type:uma-ticket"]},
+            "unlisted": {},
+        }
+        conn.executemany(
+            "INSERT INTO clients (client_id, secret_digest, name, created_at, metadata)"
+            " VALUES (?, 'x', ?, 1, ?)",
+            [(name, name, json.dumps(value)) for name, value in metadata.items()],
+        )
+    finally:
+        conn.close()
+
+    assert prepare_database(path, NOW) == (10, current_version())
+
+    conn = read(path)
+    try:
+        found = {
+            row[0]: json.loads(row[1])
+            for row in conn.execute("SELECT client_id, metadata FROM clients")
+        }
+    finally:
+        conn.close()
+    uma_ticket = "urn:ietf:params:oauth:grant-type:uma-ticket"
+    assert found["listed"]["grant_types"] == ["client_credentials", uma_ticket]
+    assert found["public"] == metadata["public"]
+    assert found["has-it"] == metadata["has-it"]
+    assert found["unlisted"] == {}  # read with the defaults, which have it

@@ -274,3 +274,43 @@ def test_messages_name_the_database_without_its_password() -> None:
         == "postgresql:///uma?host=/run/postgresql&password=***"
     )
     assert describe("postgresql://uma@db/uma") == "postgresql://uma@db/uma"
+
+
+def test_version_11_gives_the_uma_ticket_grant_to_confidential_clients_with_a_list(
+    empty: str,
+) -> None:
+    uma_ticket = "urn:ietf:params:oauth:grant-type:uma-ticket"
+    metadata = {
+        "listed": {
+            "grant_types": ["client_credentials"],
+            "token_endpoint_auth_method": "client_secret_basic",
+        },
+        "public": {"grant_types": ["authorization_code"], "token_endpoint_auth_method": "none"},
+        "has-it": {"grant_types": [uma_ticket]},
+        "unlisted": {},
+    }
+    with psycopg.connect(empty, autocommit=True) as conn:
+        for version in range(FIRST_VERSION, 11):
+            if step("postgresql", version).strip():
+                conn.execute(step("postgresql", version).encode("utf-8"))
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "INSERT INTO schema_migrations (version, applied_at) VALUES (%s, 1)",
+                [(version,) for version in range(1, 11)],
+            )
+            cursor.executemany(
+                "INSERT INTO clients (client_id, secret_digest, name, created_at, metadata)"
+                " VALUES (%s, 'x', %s, 1, %s)",
+                [(name, name, json.dumps(value)) for name, value in metadata.items()],
+            )
+
+    assert prepare_database(empty, NOW) == (10, current_version())
+
+    found = {
+        str(row[0]): json.loads(str(row[1]))
+        for row in run(empty, "SELECT client_id, metadata FROM clients")
+    }
+    assert found["listed"]["grant_types"] == ["client_credentials", uma_ticket]
+    assert found["public"] == metadata["public"]
+    assert found["has-it"] == metadata["has-it"]
+    assert found["unlisted"] == {}

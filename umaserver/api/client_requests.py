@@ -15,6 +15,7 @@ from flask import request
 
 from ..errors import APIError, InvalidRequest, echo
 from ..runtime import runtime
+from ..services.clients import UMA_TICKET
 from .bearer import SCOPE_ALIASES
 
 
@@ -107,6 +108,9 @@ def check_token_scope() -> None:
     parameters = request.values
     grant_type = parameters.get("grant_type")
     scopes = [name for name in parameters.get("scope", "").split(" ") if name]
+    if grant_type == UMA_TICKET:
+        # Resource scopes, not OAuth scopes: the grant checks each against the ticket's sets.
+        return
     if not scopes:
         if grant_type == "client_credentials":
             raise _TokenError(

@@ -1,18 +1,24 @@
-"""The configuration document at /.well-known/uma-configuration.
+"""The configuration documents: UMA 1.0's at /.well-known/uma-configuration, and UMA 2.0's at
+/.well-known/uma2-configuration (RFC 8414 authorization server metadata with the members of UMA 2.0
+Grant section 2 and Federated Authorization section 2).
 
-It advertises only what answers: its `*_supported` lists name only what works, and an endpoint that
-is not built yet is left out. Every URL is absolute, built from `issuer`.
+Each advertises only what answers: its `*_supported` lists name only what works, and an endpoint
+that is not built yet is left out. Every URL is absolute, built from `issuer`. Both describe one
+server: the same endpoints under each generation's names.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from flask import Blueprint, Response, current_app
 
 from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE
 from ..runtime import runtime
-from .token import GRANT_TYPES
+from .bearer import AUTHORIZATION_SCOPE, PROTECTION_SCOPE
+from .code_grants import TOKEN_AUTH_METHODS
+from .token import GRANT_TYPES, TOKEN_GRANT_TYPES
 
 bp = Blueprint("discovery", __name__)
 
@@ -29,17 +35,22 @@ def claim_profiles() -> list[str]:
 # 1.0's bearer token profile, under its URI as UMA 1.0 clients look for it, and the short name.
 RPT_PROFILES = ("bearer", "https://docs.kantarainitiative.org/uma/profiles/uma-token-bearer-1.0")
 
-_DOCUMENT = "umaserver.configuration_document"
-
 
 @bp.get("/.well-known/uma-configuration")
 def configuration() -> Response:
-    """The document, written once per app: it depends on the configuration alone."""
-    body = current_app.extensions.get(_DOCUMENT)
+    return _written("umaserver.configuration_document", document)
+
+
+@bp.get("/.well-known/uma2-configuration")
+def configuration_2() -> Response:
+    return _written("umaserver.uma2_configuration_document", document_2)
+
+
+def _written(key: str, make: Callable[[], dict[str, object]]) -> Response:
+    """A document, written once per app: it depends on the configuration alone."""
+    body = current_app.extensions.get(key)
     if body is None:
-        body = current_app.extensions[_DOCUMENT] = json.dumps(
-            document(), separators=(",", ":")
-        ).encode()
+        body = current_app.extensions[key] = json.dumps(make(), separators=(",", ":")).encode()
     return Response(body, 200, _HEADERS)
 
 
@@ -74,4 +85,26 @@ def document() -> dict[str, object]:
         "rpt_endpoint": config.url("/rpt"),
         "authorization_request_endpoint": config.url("/rpt_authorization"),
         "requesting_party_claims_endpoint": config.url("/rqp_claims"),
+    }
+
+
+def document_2() -> dict[str, object]:
+    config = runtime().config
+    return {
+        "issuer": config.issuer,
+        "authorization_endpoint": config.url("/authorize"),
+        "token_endpoint": config.url("/token"),
+        "registration_endpoint": config.url("/register"),
+        "introspection_endpoint": config.url("/introspect"),
+        "revocation_endpoint": config.url("/revoke"),
+        "grant_types_supported": list(TOKEN_GRANT_TYPES),
+        "token_endpoint_auth_methods_supported": [*TOKEN_AUTH_METHODS, "none"],
+        "code_challenge_methods_supported": ["S256"],
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "scopes_supported": [PROTECTION_SCOPE, AUTHORIZATION_SCOPE],
+        # Federated Authorization 2: the protection API, the collection shared with 1.0.
+        "resource_registration_endpoint": config.url("/rs/resource_set"),
+        "permission_endpoint": config.url("/permission"),
+        "uma_profiles_supported": [],
     }

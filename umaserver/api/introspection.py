@@ -46,9 +46,13 @@ def _rpt_answer(rpt: Rpt, permissions: list[Permission]) -> dict[str, Any]:
         "client_id": rpt.client_id,
         "permissions": [
             {
+                # Each under the names of both generations: UMA 1.0's and UMA 2.0's.
                 "resource_set_id": permission.resource_set_id,
                 "scopes": list(permission.scopes),
+                "resource_id": permission.resource_set_id,
+                "resource_scopes": list(permission.scopes),
                 "exp": permission.expires_at,
+                "iat": permission.issued_at,
             }
             for permission in permissions
         ],

@@ -12,7 +12,7 @@ from flask import Blueprint, Response, jsonify
 from ..runtime import runtime
 from .bearer import AUTHORIZATION_SCOPE, PROTECTION_SCOPE
 from .code_grants import TOKEN_AUTH_METHODS
-from .token import GRANT_TYPES
+from .token import TOKEN_GRANT_TYPES
 
 bp = Blueprint("metadata", __name__)
 
@@ -26,7 +26,7 @@ def metadata() -> Response:
         "token_endpoint": config.url("/token"),
         "registration_endpoint": config.url("/register"),
         "revocation_endpoint": config.url("/revoke"),
-        "grant_types_supported": list(GRANT_TYPES),
+        "grant_types_supported": list(TOKEN_GRANT_TYPES),
         "response_types_supported": ["code"],
         "token_endpoint_auth_methods_supported": [*TOKEN_AUTH_METHODS, "none"],
         "revocation_endpoint_auth_methods_supported": [*TOKEN_AUTH_METHODS, "none"],

@@ -94,6 +94,11 @@ class ClientMetadata(Schema):
         fields.String(validate=[validate.Length(max=MAX_CLAIM_TYPE), _text]),
         validate=validate.Length(max=MAX_PUSH_TYPES),
     )
+    # UMA 2.0 Grant 3.3.2: where the claims interaction endpoint may send a person back.
+    claims_redirect_uris = fields.List(
+        fields.String(validate=[validate.Length(min=1, max=MAX_REDIRECT_URI), _redirect_uri]),
+        validate=validate.Length(max=MAX_REDIRECT_URIS),
+    )
 
 
 _SCHEMA = ClientMetadata()
@@ -110,10 +115,9 @@ def read_settings(body: dict[str, Any]) -> ClientSettings:
         loaded: dict[str, Any] = _SCHEMA.load(body)
     except ValidationError as error:
         messages: Any = error.messages
-        if isinstance(messages, dict) and "redirect_uris" in messages:
-            raise InvalidRedirectUri(
-                _first_message({"redirect_uris": messages["redirect_uris"]})
-            ) from None
+        for member in ("redirect_uris", "claims_redirect_uris"):
+            if isinstance(messages, dict) and member in messages:
+                raise InvalidRedirectUri(_first_message({member: messages[member]})) from None
         raise InvalidClientMetadata(_first_message(messages)) from None
     defaults = ClientSettings()
     scope = loaded.get("scope")
@@ -142,4 +146,5 @@ def read_settings(body: dict[str, Any]) -> ClientSettings:
         logo_uri=loaded.get("logo_uri"),
         client_uri=loaded.get("client_uri"),
         push_claim_types=_unique_in_order(loaded.get("uma_push_claim_types", [])),
+        claims_redirect_uris=_unique_in_order(loaded.get("claims_redirect_uris", [])),
     )

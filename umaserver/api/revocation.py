@@ -1,4 +1,5 @@
-"""Token revocation (RFC 7009) at /revoke: a client revokes its own access or refresh tokens.
+"""Token revocation (RFC 7009) at /revoke: a client revokes its own access or refresh tokens, or
+persisted claims tokens (UMA 2.0 PCTs).
 
 The client authenticates as at /token (Basic, body, or `none` for a public client; the same checks
 of repeated parameters and of the Basic header). `token` is required; `token_type_hint`

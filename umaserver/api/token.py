@@ -30,6 +30,7 @@ from ..error_responses import error_response, json_response
 from ..errors import InvalidRequest
 from ..runtime import runtime
 from ..services.accounts import new_access_token, store_access_token
+from ..services.clients import UMA_TICKET
 from ..storage.per_request import storage
 from .client_requests import check_token_request, check_token_scope
 from .code_grants import (
@@ -39,12 +40,16 @@ from .code_grants import (
     normalise_scope,
     register_grants,
 )
+from .uma_grant import UmaTicketGrant
 
 bp = Blueprint("oauth", __name__)
 log = logging.getLogger("umaserver.oauth")
 _SERVER = "umaserver.authorization_server"
 
+# The OAuth grants that issue PATs and AATs (the 1.0 configuration document lists these)...
 GRANT_TYPES = ("client_credentials", "authorization_code", "refresh_token")
+# ... and every grant /token serves: UMA 2.0's uma-ticket grant issues RPTs.
+TOKEN_GRANT_TYPES = (*GRANT_TYPES, UMA_TICKET)
 
 
 class ClientCredentialsGrant(grants.ClientCredentialsGrant):  # type: ignore[misc]
@@ -185,6 +190,7 @@ def init_app(app: Flask, access_token_lifetime: int) -> None:
     server = UMAAuthorizationServer(app, query_client=_query_client, save_token=_save_token)
     server.register_grant(ClientCredentialsGrant)
     register_grants(server)
+    server.register_grant(UmaTicketGrant)
     app.extensions[_SERVER] = server
 
 
@@ -196,7 +202,7 @@ def authorization_server() -> UMAAuthorizationServer:
 
 @bp.post("/token")
 def token() -> Response:
-    check_token_request(GRANT_TYPES)
+    check_token_request(TOKEN_GRANT_TYPES)
     server: UMAAuthorizationServer = current_app.extensions[_SERVER]
     response: Response = server.create_token_response()
     return response

@@ -40,14 +40,14 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
 
     def create_token_response(self) -> tuple[int, dict[str, Any], list[tuple[str, str]]]:
         form = self.request.form
-        values = {name: form.get(name) or None for name in _PARAMETERS}
+        optional = {name: form.get(name) or None for name in _PARAMETERS if name != "ticket"}
         uma = runtime()
         config = uma.config
         answer = uma_grant.request_rpt(
             storage(),
             uma.rules_for,
             self.request.client.client,
-            uma_grant.GrantRequest(**values),
+            uma_grant.GrantRequest(ticket=form["ticket"], **optional),
             now=uma.clock.now(),
             verifiers=uma.verifiers,
             lifetimes=config.lifetimes,

@@ -63,8 +63,16 @@ def _page_uri(option: str, uri: str | None) -> str | None:
     "grant_types",
     multiple=True,
     type=click.Choice(clients.GRANT_TYPES),
-    help="A grant type (repeatable). Default: client_credentials (not for a public client),"
-    " and authorization_code and refresh_token when redirect URIs are given.",
+    help="A grant type (repeatable). Default: client_credentials and UMA 2.0's"
+    " urn:ietf:params:oauth:grant-type:uma-ticket (not for a public client), and"
+    " authorization_code and refresh_token when redirect URIs are given.",
+)
+@click.option(
+    "--claims-redirect-uri",
+    "claims_redirect_uris",
+    multiple=True,
+    help="Where UMA 2.0's claims interaction endpoint may send a person back (repeatable; exact"
+    " match, the rules of --redirect-uri).",
 )
 @click.option(
     "--scope",
@@ -82,6 +90,7 @@ def client_create(
     push_types: tuple[str, ...],
     public: bool,
     grant_types: tuple[str, ...],
+    claims_redirect_uris: tuple[str, ...],
     scopes: tuple[str, ...],
     logo_uri: str | None,
     client_uri: str | None,
@@ -95,8 +104,9 @@ def client_create(
             fail("A claim type must not be empty.")
         if claim_type == REDIRECT_TYPE:
             fail(f"{REDIRECT_TYPE} is gathered by this server, not pushed by a client.")
+    claims_uris = tuple(_check_redirect_uri(uri) for uri in claims_redirect_uris)
     if not grant_types:
-        grant_types = () if public else ("client_credentials",)
+        grant_types = () if public else ("client_credentials", clients.UMA_TICKET)
         if uris:
             grant_types += ("authorization_code", "refresh_token")
     grants = tuple(dict.fromkeys(grant_types))
@@ -110,6 +120,7 @@ def client_create(
         logo_uri=_page_uri("--logo-uri", logo_uri),
         client_uri=_page_uri("--client-uri", client_uri),
         push_claim_types=tuple(dict.fromkeys(push_types)),
+        claims_redirect_uris=tuple(dict.fromkeys(claims_uris)),
     )
     problem = clients.settings_problem(settings)
     if problem is not None:

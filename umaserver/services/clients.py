@@ -19,7 +19,9 @@ from .. import secrets_at_rest
 from ..storage import Storage
 from ..storage.records import Client, InitialAccessToken
 
-GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials")
+# UMA 2.0's grant (UMA 2.0 Grant 3.3.1): a client brings a permission ticket to /token.
+UMA_TICKET = "urn:ietf:params:oauth:grant-type:uma-ticket"
+GRANT_TYPES = ("authorization_code", "refresh_token", "client_credentials", UMA_TICKET)
 RESPONSE_TYPES = ("code",)
 AUTH_METHODS = ("client_secret_basic", "client_secret_post", "none")
 SCOPES = ("uma_protection", "uma_authorization")
@@ -77,6 +79,9 @@ class ClientSettings:
     logo_uri: str | None = None
     client_uri: str | None = None
     push_claim_types: tuple[str, ...] = ()
+    # Where the claims interaction endpoint (UMA 2.0) may send a person back: the rules of
+    # `redirect_uris`, matched exactly.
+    claims_redirect_uris: tuple[str, ...] = ()
 
     @property
     def is_public(self) -> bool:
@@ -92,6 +97,10 @@ def settings_problem(settings: ClientSettings) -> Problem | None:
         problem = redirect_uri_problem(uri)
         if problem is not None:
             return "invalid_redirect_uri", f"redirect_uris: {uri[:64]!r} {problem}."
+    for uri in settings.claims_redirect_uris:
+        problem = redirect_uri_problem(uri)
+        if problem is not None:
+            return "invalid_redirect_uri", f"claims_redirect_uris: {uri[:64]!r} {problem}."
     grants = set(settings.grant_types)
     if "authorization_code" in grants and not settings.redirect_uris:
         return (
@@ -109,12 +118,13 @@ def settings_problem(settings: ClientSettings) -> Problem | None:
             "invalid_client_metadata",
             "grant_types: refresh_token comes only with authorization_code here.",
         )
-    if settings.is_public and "client_credentials" in grants:
-        return (
-            "invalid_client_metadata",
-            "grant_types: a public client (token_endpoint_auth_method none) may not use"
-            " client_credentials.",
-        )
+    for confidential in ("client_credentials", UMA_TICKET):
+        if settings.is_public and confidential in grants:
+            return (
+                "invalid_client_metadata",
+                "grant_types: a public client (token_endpoint_auth_method none) may not use"
+                f" {confidential}.",
+            )
     if not grants:
         return "invalid_client_metadata", "grant_types: give at least one grant type."
     return None
@@ -132,6 +142,8 @@ def metadata_of(settings: ClientSettings) -> dict[str, Any]:
         metadata["logo_uri"] = settings.logo_uri
     if settings.client_uri is not None:
         metadata["client_uri"] = settings.client_uri
+    if settings.claims_redirect_uris:
+        metadata["claims_redirect_uris"] = list(settings.claims_redirect_uris)
     return metadata
 
 
@@ -184,6 +196,7 @@ def settings_of(client: Client) -> ClientSettings:
         logo_uri=client.metadata.get("logo_uri"),
         client_uri=client.metadata.get("client_uri"),
         push_claim_types=client.push_claim_types,
+        claims_redirect_uris=client.claims_redirect_uris,
     )
 
 
@@ -298,5 +311,7 @@ def client_information(client: Client) -> dict[str, Any]:
     if settings.client_uri is not None:
         document["client_uri"] = settings.client_uri
     document["uma_push_claim_types"] = list(settings.push_claim_types)
+    if settings.claims_redirect_uris:
+        document["claims_redirect_uris"] = list(settings.claims_redirect_uris)
     document["client_id_issued_at"] = client.created_at
     return document

@@ -172,7 +172,7 @@ def decide_ticket(
     if needed or not redirects:
         return TicketDecision("need_claims", tuple(pairs), needed)
     redirect = RedirectNeed(
-        redirects[0].rule_id,
+        tuple(dict.fromkeys(i for r in redirects for i in r.rule_ids)),
         tuple(dict.fromkeys(name for r in redirects for name in r.claims)),
         tuple(sorted({issuer for r in redirects for issuer in r.issuers})),
     )

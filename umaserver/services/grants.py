@@ -213,8 +213,9 @@ def rotate_refresh_token(storage: Storage, now: int, old: RefreshToken, issued: 
 
 
 def revoke_for_client(storage: Storage, token: str, client_id: str, hint: str | None) -> bool:
-    """RFC 7009: revokes `token` if it is an access or refresh token of `client_id` (the hint,
-    "access_token" or "refresh_token", says where to look first). A refresh token takes its whole
+    """RFC 7009: revokes `token` if it is an access or refresh token, or a persisted claims token
+    (UMA 2.0), of `client_id` (the hint, "access_token" or "refresh_token", says where to look
+    first). A refresh token takes its whole
     family along (RFC 7009 2.1); an access token its RPTs. False when nothing was revoked: unknown,
     another client's, or revoked already."""
     digest = secrets_at_rest.digest(token)
@@ -240,10 +241,16 @@ def revoke_for_client(storage: Storage, token: str, client_id: str, hint: str | 
         revoke_family(storage, found.family)
         return revoked
 
+    def as_pct() -> bool | None:
+        found = storage.get_pct(digest)
+        if found is None:
+            return None
+        return found.client_id == client_id and storage.revoke_pct(digest)
+
     order = (
-        (as_refresh_token, as_access_token)
+        (as_refresh_token, as_access_token, as_pct)
         if hint == "refresh_token"
-        else (as_access_token, as_refresh_token)
+        else (as_access_token, as_refresh_token, as_pct)
     )
     for attempt in order:
         outcome = attempt()

@@ -48,13 +48,15 @@ class Client:
 
     @property
     def grant_types(self) -> tuple[str, ...]:
-        """The grant types it may use. Without stored metadata: client_credentials, and the code
-        flow (authorization_code, refresh_token) when it has redirect URIs."""
+        """The grant types it may use. Without stored metadata: client_credentials and UMA 2.0's
+        uma-ticket grant, and the code flow (authorization_code, refresh_token) when it has
+        redirect URIs."""
         if "grant_types" in self.metadata:
             return tuple(self.metadata["grant_types"])
+        confidential = ("client_credentials", "urn:ietf:params:oauth:grant-type:uma-ticket")
         if self.redirect_uris:
-            return ("client_credentials", "authorization_code", "refresh_token")
-        return ("client_credentials",)
+            return (*confidential, "authorization_code", "refresh_token")
+        return confidential
 
     @property
     def claims_redirect_uris(self) -> tuple[str, ...]:
