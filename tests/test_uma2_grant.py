@@ -396,6 +396,13 @@ def test_the_uma2_configuration_document(http: FlaskClient) -> None:
     assert document["token_endpoint"] == "http://uma.test/token"
     assert document["response_modes_supported"] == ["query"]
     assert document["uma_profiles_supported"] == []
+    assert document["claims_interaction_endpoint"] == "http://uma.test/claims_interaction"
+    # Every endpoint it advertises answers (without credentials: refused, never 404).
+    for name, url in document.items():
+        if name.endswith("_endpoint"):
+            path = url.removeprefix(document["issuer"])
+            answers = {http.get(path).status_code, http.post(path).status_code}
+            assert 404 not in answers and answers & {400, 401}, (name, answers)
     # The 1.0 document keeps its own lists: the new grant is not a PAT or AAT grant.
     old = http.get("/.well-known/uma-configuration").json
     assert UMA_TICKET not in old["pat_grant_types_supported"] + old["aat_grant_types_supported"]

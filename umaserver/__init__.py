@@ -33,7 +33,15 @@ from .clock import Clock, SystemClock
 from .config import Config, load_config
 from .fetching import running
 from .fetching.job import FetchJob
-from .pages import account, authorize, external_signin, policy, rqp_claims, untrusted
+from .pages import (
+    account,
+    authorize,
+    claims_interaction,
+    external_signin,
+    policy,
+    rqp_claims,
+    untrusted,
+)
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
 from .services.claim_verifiers import ConfiguredVerifiers
@@ -145,6 +153,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     # The requesting party claims endpoint, and signing in at external OpenID Connect providers
     # for it (this server their relying party).
     pages.register(app, rqp_claims.bp)
+    pages.register(app, claims_interaction.bp)
     external_signin.init_app(app, config)
     pages.register(app, external_signin.bp)
     return app

@@ -106,5 +106,6 @@ def document_2() -> dict[str, object]:
         # Federated Authorization 2: the protection API, the collection shared with 1.0.
         "resource_registration_endpoint": config.url("/rs/resource_set"),
         "permission_endpoint": config.url("/permission"),
+        "claims_interaction_endpoint": config.url("/claims_interaction"),
         "uma_profiles_supported": [],
     }

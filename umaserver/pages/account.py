@@ -1,5 +1,7 @@
 """The person's own page (`/account`): the consents they gave, each with a form to withdraw it
-(which revokes the tokens issued under it: `services.consents.withdraw_consent`)."""
+(which revokes the tokens issued under it: `services.consents.withdraw_consent`), and the claims
+they shared that a client keeps for its later requests (UMA 2.0 PCTs), each withdrawn the same
+way (`services.pcts.withdraw`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from flask import Blueprint, abort, redirect, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from ..runtime import runtime
-from ..services import consents
+from ..services import consents, pcts
 from ..storage.per_request import storage
 from . import csrf, sessions
 from .authorize import SCOPE_WORDS
@@ -41,7 +43,17 @@ def account() -> BaseResponse:
                 "when": _when(consent.granted_at),
             }
         )
-    return render("pages/account.html", user=user, consents=rows)
+    kept = [
+        {
+            "digest": found.digest,
+            "client_name": found.client_name,
+            "claims": ", ".join(found.claims) or "nothing",
+            "when": _when(found.created_at),
+            "until": _when(found.expires_at),
+        }
+        for found in pcts.kept_claims(storage(), user.sub, runtime().clock.now())
+    ]
+    return render("pages/account.html", user=user, consents=rows, kept=kept)
 
 
 def _one(name: str) -> str:
@@ -62,4 +74,15 @@ def withdraw() -> BaseResponse:
         log.info(
             "consent withdrawn client_id=%r username=%r scope=%r", client_id, user.username, scope
         )
+    return redirect(runtime().config.url("/account"), 303)
+
+
+@bp.post("/account/pcts/withdraw")
+@sessions.signin_required
+def withdraw_pct() -> BaseResponse:
+    csrf.require()
+    user = sessions.current_user()
+    assert user is not None
+    if pcts.withdraw(storage(), user.sub, _one("pct")):
+        log.info("shared claims withdrawn username=%r", user.username)
     return redirect(runtime().config.url("/account"), 303)

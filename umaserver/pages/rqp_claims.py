@@ -50,7 +50,7 @@ def _parameter(name: str) -> str:
     return value
 
 
-def _binding() -> str:
+def binding() -> str:
     """This browser's binding id (made, and set as a cookie, when it has none)."""
     name = sessions.cookie_name(BINDING)
     found = request.cookies.get(name)
@@ -71,7 +71,7 @@ def _visit() -> gathering.Visit:
             redirect_uri=redirect_uri,
             state=_parameter("state"),
             handle_value=_parameter("scope"),
-            binding=_binding(),
+            binding=binding(),
             now=runtime().clock.now(),
         )
     except gathering.ArrivalRefused as refused:
@@ -97,12 +97,12 @@ def back_to_client(redirect_uri: str, params: dict[str, str]) -> Response:
     return response
 
 
-def _origin(uri: str) -> str:
+def origin(uri: str) -> str:
     parts = urlsplit(uri)
     return f"{parts.scheme}://{parts.netloc}"
 
 
-def _linked_identity(
+def linked_identity(
     user: User | None, identity: external_signin.ExternalIdentity | None
 ) -> tuple[gathering.Identity | None, bool]:
     """`identity` (of this browser's last external sign-in) as a gathering source when it is
@@ -122,11 +122,11 @@ def rqp_claims_page() -> BaseResponse:
     visit = _visit()
     user = sessions.current_user()
     identity = external_signin.current_identity()
-    _, unlinked = _linked_identity(user, identity)
+    _, unlinked = linked_identity(user, identity)
     here = request.full_path
     return render(
         "pages/rqp_claims.html",
-        form_action=(_origin(visit.redirect_uri),),
+        form_action=(origin(visit.redirect_uri),),
         visit=visit,
         user=user,
         identity=identity,
@@ -152,7 +152,7 @@ def rqp_claims_choice() -> BaseResponse:
     if decision not in (["share"], ["cancel"]):
         abort(400, description="Choose Share or Cancel.")
     user = sessions.current_user()
-    identity, unlinked = _linked_identity(user, external_signin.current_identity())
+    identity, unlinked = linked_identity(user, external_signin.current_identity())
     config, now = runtime().config, runtime().clock.now()
     try:
         if decision == ["cancel"] or (user is None and unlinked):

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..claims.model import OIDC_TYPE, SAML_TYPE
+from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE
 from ..storage.records import Claim
 from .evaluation import Check, Evaluation, evaluate
 from .rules import Condition, ResourceSetRef, Rule, RuleSet
@@ -33,6 +33,10 @@ class NeededClaim:
     name: str
     value: str
     issuers: tuple[str, ...] = ()
+    # For UMA 2.0's required_claims (not part of 1.0's entry): the claim types the claim can come
+    # in (the condition's, else those of the client's it accepts) and the issuers the rule names.
+    types: tuple[str, ...] = field(default=(), compare=False)
+    named_issuers: tuple[str, ...] = field(default=(), compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"type": self.type, "name": self.name, "value": self.value}
@@ -92,6 +96,9 @@ class Decision:
     # With outcome need_claims: the requesting party must be redirected to share claims by signing
     # in here; then `need_claims` is empty (a redirect_required entry is never mixed with others).
     redirect: RedirectNeed | None = field(default=None, kw_only=True)
+    # With outcome need_claims and claims to push first: what the requesting party could then
+    # share by signing in here (UMA 2.0 says so at once: `redirect_user`).
+    redirect_later: RedirectNeed | None = field(default=None, kw_only=True)
 
     def explain(self) -> tuple[RuleVerdict, ...]:
         """A verdict for every rule of the owner, in file order; built once, then the same tuple."""
@@ -248,6 +255,7 @@ def decide(
         needed,
         f"{could} with {_count(len(needed), 'more claim')}: {names}{then}.",
         _explanation=explanation,
+        redirect_later=later,
     )
 
 
@@ -332,8 +340,33 @@ def _needed_claims(
         written = next((c.hint for c in conditions if c.hint), None)
         vouched = f" vouched for by {_either(issuers)}" if issuers else ""
         hint = written or f"a value for {name!r}{vouched}"
-        needed.append(NeededClaim(claim_type, name, hint, issuers))
+        needed.append(
+            NeededClaim(
+                claim_type,
+                name,
+                hint,
+                issuers,
+                types=_accepted_types(conditions, can_supply),
+                named_issuers=tuple(
+                    sorted({i for c in conditions if c.issuers is not None for i in c.issuers})
+                ),
+            )
+        )
     return tuple(needed)
+
+
+def _accepted_types(
+    conditions: Sequence[Condition], can_supply: Collection[tuple[str, str]]
+) -> tuple[str, ...]:
+    """The claim types a claim the conditions ask for can come in: those every condition names
+    (or the first's, when they name none in common); for conditions that name none, the types
+    this client can push that they accept. Never the redirect profile's (no client sends it)."""
+    each = [
+        set(c.types) if c.types is not None else {t for t, i in can_supply if c.accepts(t, i)}
+        for c in conditions
+    ]
+    common = set.intersection(*each) or each[0]
+    return tuple(sorted(common - {REDIRECT_TYPE}))
 
 
 def _redirect_need(

@@ -130,6 +130,9 @@ class TicketDecision:
     pairs: tuple[tuple[ResourceSet, tuple[str, ...], Decision], ...]
     need_claims: tuple[NeededClaim, ...] = ()
     redirect: RedirectNeed | None = None
+    # Some pair needs claims the requesting party could share by signing in here, now or once the
+    # claims to push are in (UMA 2.0's `redirect_user`).
+    gathers: bool = False
 
     @property
     def rule_ids(self) -> tuple[str, ...]:
@@ -169,14 +172,15 @@ def decide_ticket(
         {(claim.type, claim.name): claim for d in decisions for claim in d.need_claims}.values()
     )
     redirects = [d.redirect for d in decisions if d.redirect is not None]
+    gathers = any(d.redirect is not None or d.redirect_later is not None for d in decisions)
     if needed or not redirects:
-        return TicketDecision("need_claims", tuple(pairs), needed)
+        return TicketDecision("need_claims", tuple(pairs), needed, gathers=gathers)
     redirect = RedirectNeed(
         tuple(dict.fromkeys(i for r in redirects for i in r.rule_ids)),
         tuple(dict.fromkeys(name for r in redirects for name in r.claims)),
         tuple(sorted({issuer for r in redirects for issuer in r.issuers})),
     )
-    return TicketDecision("need_claims", tuple(pairs), redirect=redirect)
+    return TicketDecision("need_claims", tuple(pairs), redirect=redirect, gathers=True)
 
 
 def owner_name(storage: Storage, owner: str) -> str:

@@ -212,7 +212,7 @@ def arrive(
     return Visit(client, redirect_uri, state, handle_value, handle, ticket, resource_sets)
 
 
-def _gathered_names(
+def gathered_names(
     rules: RuleSet, owner: str, resource_sets: Sequence[ResourceSet]
 ) -> dict[str, set[str]]:
     """Which claims, by issuer, the owner's rules covering any of `resource_sets` gather by
@@ -322,7 +322,7 @@ def share(
         else:
             owner = owner_name(storage, ticket.owner)
             rules = rules_for(storage, owner)
-            names = _gathered_names(rules, owner, visit.resource_sets)
+            names = gathered_names(rules, owner, visit.resource_sets)
             claims = claims_to_record(
                 names,
                 user=user,

@@ -191,7 +191,7 @@ def request_rpt(
         else:
             rotated = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
             storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
-            answer = _need_info(rotated, decision.need_claims, decision.redirect is not None)
+            answer = _need_info(rotated, decision.need_claims, decision.gathers)
     log.info(
         "decision=%s grant=uma-ticket owner=%s resource_sets=%s client=%s rules=%s requests=%d",
         answer.body.get("error", "grant"),
@@ -341,9 +341,9 @@ def required_claim(needed: NeededClaim) -> dict[str, Any]:
     owner's hint as its friendly name, the claim token formats it can come in, and the issuers
     whose word is accepted, when the rule names some. Never a value a rule wants."""
     entry: dict[str, Any] = {"name": needed.name, "friendly_name": needed.value}
-    formats = [f for f in (format_of(needed.type),) if f is not None]
+    formats = [f for f in map(format_of, needed.types or (needed.type,)) if f is not None]
     if formats:
-        entry["claim_token_format"] = formats
-    if needed.issuers:
-        entry["issuer"] = list(needed.issuers)
+        entry["claim_token_format"] = list(dict.fromkeys(formats))
+    if needed.named_issuers:
+        entry["issuer"] = list(needed.named_issuers)
     return entry
