@@ -14,6 +14,8 @@ are in conftest.py): `bench/run.py` imports its rule text from here, and needs o
 
 from __future__ import annotations
 
+import base64
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -419,3 +421,84 @@ def live_flow(
         Party(app["client_id"], app["client_secret"], "", issued.json()["access_token"]),
         resource_set,
     )
+
+
+# -- UMA 2.0, from its two specifications ----------------------------------------------------------
+
+UMA_TICKET = "urn:ietf:params:oauth:grant-type:uma-ticket"
+
+
+def claim_token(claims: Mapping[str, Any]) -> str:
+    """A custom claim type's claim token: base64url of the JSON object of claims, unpadded."""
+    return base64.urlsafe_b64encode(json.dumps(dict(claims)).encode()).decode().rstrip("=")
+
+
+class Uma2Flow:
+    """A UMA 2.0 resource server and client, as the specifications describe them, against `api`:
+    everything is found through /.well-known/uma2-configuration (Grant 2, Federated Authorization
+    2). The resource server `rs` holds a PAT; the client authenticates at the token endpoint with
+    its id and secret (`client`: a Party whose token is unused)."""
+
+    def __init__(self, api: Api, rs: Party, client: Party) -> None:
+        self.api = api
+        self.rs = rs
+        self.client = client
+        reply = api.get("/.well-known/uma2-configuration")
+        assert reply.status == 200, reply.text
+        self.configuration: dict[str, Any] = reply.json
+        assert UMA_TICKET in self.configuration["grant_types_supported"]
+
+    def _path(self, member: str) -> str:
+        return urlsplit(self.configuration[member]).path
+
+    def register(self, description: Mapping[str, Any]) -> str:
+        """Federated Authorization 3.2.1: create a resource description; its `_id`."""
+        reply = self.api.post(
+            self._path("resource_registration_endpoint"),
+            json=dict(description),
+            headers=self.rs.auth,
+        )
+        assert reply.status == 201, reply.text
+        rs_id: str = reply.json["_id"]
+        return rs_id
+
+    def read(self, rs_id: str) -> dict[str, Any]:
+        reply = self.api.get(
+            self._path("resource_registration_endpoint") + "/" + rs_id, headers=self.rs.auth
+        )
+        assert reply.status == 200, reply.text
+        found: dict[str, Any] = reply.json
+        return found
+
+    def ticket(self, *requested: tuple[str, Sequence[str]]) -> str:
+        """Federated Authorization 4.1: request permissions (one or several); the ticket."""
+        body = [
+            {"resource_id": rs_id, "resource_scopes": list(scopes)} for rs_id, scopes in requested
+        ]
+        reply = self.api.post(
+            self._path("permission_endpoint"),
+            json=body[0] if len(body) == 1 else body,
+            headers=self.rs.auth,
+        )
+        assert reply.status == 201, reply.text
+        ticket: str = reply.json["ticket"]
+        return ticket
+
+    def token(self, ticket: str, **parameters: str) -> Reply:
+        """Grant 3.3.1: the client's request to the token endpoint with the uma-ticket grant."""
+        basic = base64.b64encode(
+            f"{self.client.client_id}:{self.client.client_secret}".encode()
+        ).decode()
+        return self.api.post(
+            self._path("token_endpoint"),
+            data={"grant_type": UMA_TICKET, "ticket": ticket, **parameters},
+            headers={"Authorization": f"Basic {basic}"},
+        )
+
+    def introspect(self, token: str) -> dict[str, Any]:
+        reply = self.api.post(
+            self._path("introspection_endpoint"), data={"token": token}, headers=self.rs.auth
+        )
+        assert reply.status == 200, reply.text
+        answer: dict[str, Any] = reply.json
+        return answer
