@@ -56,6 +56,11 @@ def test_the_readme_walk_works_as_written(live_server: LiveServer) -> None:
         '"scopes":["view"]',  # the RS sees the permission
         '"decision": "deny"',  # a nurse's claims, explained
         "condition 0 on 'role' failed: no accepted claim contains 'doctor'",
+        '"uma_profiles_supported":[]',  # UMA 2.0: its document ...
+        '"error":"need_info"',  # ... what is missing ...
+        '"required_claims":[{"name":"role","friendly_name":"Your role at the hospital"',
+        '"access_token":"uma_rpt_',  # ... and an RPT
+        '"pct":"uma_pct_',
         "HTTP/1.1 204 NO CONTENT",
         '"error":"not_found"',
         '"error_description":"name: Missing data for required field."',
