@@ -16,7 +16,7 @@ from umaserver import create_app
 from umaserver.config import Config, MaintenanceSettings
 from umaserver.services.maintenance import BATCH, EXPIRED_MEMORY, Pruned, PruneJob, prune
 from umaserver.storage import Storage, open_storage
-from umaserver.storage.records import AccessToken
+from umaserver.storage.records import AccessToken, Pct
 
 from .conftest import FakeClock, Party, Store, make_party, open_store
 from .flows import wait_until
@@ -111,6 +111,14 @@ def test_expired_claims_handles_are_forgotten_before_their_ticket(handle: Storag
     assert handle.get_claims_handle(expired.digest) is None
     assert handle.get_claims_handle(live.digest) == live
     assert handle.get_ticket(ticket.digest) is not None
+
+
+def test_expired_pcts_are_forgotten(handle: Storage) -> None:
+    client = make_client(handle)
+    for digest, expires_at in (("pct-expired", T - DAY - 1), ("pct-kept", T - DAY)):
+        handle.add_pct(Pct(digest, client.client_id, "client:x", None, T - 2 * DAY, expires_at), [])
+    assert prune(handle, T) == Pruned(pcts=1)
+    assert handle.get_pct("pct-expired") is None and handle.get_pct("pct-kept") is not None
 
 
 def test_an_access_token_stays_while_an_rpt_under_it_is_kept(handle: Storage) -> None:

@@ -51,6 +51,7 @@ class Pruned:
     sessions: int = 0
     signin_failures: int = 0
     claims_handles: int = 0
+    pcts: int = 0
 
     @property
     def total(self) -> int:
@@ -65,6 +66,7 @@ class Pruned:
             + self.sessions
             + self.signin_failures
             + self.claims_handles
+            + self.pcts
         )
 
 
@@ -97,6 +99,7 @@ def prune(
             storage.delete_initial_access_tokens_expired_before, moment, batch
         ),
         sessions=_in_batches(storage.delete_sessions_expired_before, now, batch),
+        pcts=_in_batches(storage.delete_pcts_expired_before, moment, batch),
         signin_failures=_in_batches(
             storage.delete_signin_failures_before, now - failure_memory, batch
         ),
