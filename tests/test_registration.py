@@ -479,3 +479,83 @@ def test_other_methods_are_405(http: FlaskClient, registered: dict[str, Any]) ->
     assert reply.status_code == 405
     assert set(reply.headers["Allow"].split(", ")) >= {"GET", "PUT", "DELETE"}
     assert http.get("/register").status_code == 405
+
+
+# -- UMA 2.0: the uma-ticket grant and claims redirect URIs --------------------------------------
+
+UMA_TICKET = "urn:ietf:params:oauth:grant-type:uma-ticket"
+
+
+def test_a_client_lists_the_uma_ticket_grant_and_its_claims_redirect_uris(
+    http: FlaskClient, initial: dict[str, str], store: Store
+) -> None:
+    body = {
+        "grant_types": [UMA_TICKET],
+        "response_types": [],
+        "claims_redirect_uris": ["https://viewer.test/claims", "http://127.0.0.1:9000/claims"],
+    }
+    reply = register(http, body, initial)
+    assert reply.status_code == 201, reply.get_json()
+    answer = reply.get_json()
+    assert answer["grant_types"] == [UMA_TICKET]
+    assert answer["claims_redirect_uris"] == body["claims_redirect_uris"]
+    read = http.get(
+        f"/register/{answer['client_id']}", headers=bearer(answer["registration_access_token"])
+    ).get_json()
+    assert read["claims_redirect_uris"] == body["claims_redirect_uris"]
+
+
+def test_rfc_7591s_default_grant_stays_authorization_code_alone(
+    http: FlaskClient, initial: dict[str, str]
+) -> None:
+    answer = register(http, CODE, initial).get_json()
+    assert answer["grant_types"] == ["authorization_code"]
+
+
+@pytest.mark.parametrize(
+    ("body", "error", "fragment"),
+    [
+        (
+            {
+                "grant_types": [UMA_TICKET],
+                "response_types": [],
+                "token_endpoint_auth_method": "none",
+            },
+            "invalid_client_metadata",
+            "public client",
+        ),
+        (
+            {
+                "grant_types": [UMA_TICKET],
+                "response_types": [],
+                "claims_redirect_uris": ["http://viewer.test/c"],
+            },
+            "invalid_redirect_uri",
+            "claims_redirect_uris",
+        ),
+        (
+            {
+                "grant_types": [UMA_TICKET],
+                "response_types": [],
+                "claims_redirect_uris": ["https://x.test/#f"],
+            },
+            "invalid_redirect_uri",
+            "claims_redirect_uris",
+        ),
+        (
+            {
+                "grant_types": [UMA_TICKET],
+                "response_types": [],
+                "claims_redirect_uris": "https://x.test/",
+            },
+            "invalid_redirect_uri",
+            "claims_redirect_uris",
+        ),
+    ],
+)
+def test_uma_ticket_metadata_errors(
+    http: FlaskClient, initial: dict[str, str], body: dict[str, Any], error: str, fragment: str
+) -> None:
+    reply = register(http, body, initial)
+    assert reply.status_code == 400 and reply.get_json()["error"] == error, reply.get_json()
+    assert fragment in reply.get_json()["error_description"]
