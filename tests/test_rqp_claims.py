@@ -167,6 +167,32 @@ def test_redirect_required_then_sign_in_share_and_the_next_request_is_granted(
     ]
 
 
+def test_a_ticket_of_several_sets_lists_every_set_and_one_share_grants_them_all(
+    world: World,
+) -> None:
+    second = world.flow.register({"name": "Letters <b>2025</b>", "scopes": ["view"]})
+    reply = world.flow.api.post(
+        "/permission",
+        json=[
+            {"resource_id": world.flow.rs_id, "resource_scopes": ["view"]},
+            {"resource_id": second, "resource_scopes": ["view"]},
+        ],
+        headers=world.flow.rs.auth,
+    )
+    ticket = reply.json["ticket"]
+    link = world.link(world.redirect_entry(ticket)["value"])
+    sign_in(world.http, "bob", PASSWORD)
+    page = world.http.get(link)
+    assert 'id="requested"' in page.text
+    assert "Tax &lt;i&gt;returns&lt;/i&gt;" in page.text
+    assert "Letters &lt;b&gt;2025&lt;/b&gt;" in page.text
+    assert back(world.choose(link, "share")) == {"access": "granted", "state": STATE}
+    granted = world.flow.ask(ticket, party=world.people["bob"])
+    assert granted.status == 201, granted.text
+    seen = world.flow.introspect(granted.json["rpt"])
+    assert {p["resource_set_id"] for p in seen["permissions"]} == {world.flow.rs_id, second}
+
+
 def test_the_page_lets_the_form_lead_back_to_the_client(world: World) -> None:
     link = world.link(world.redirect_entry(world.flow.ticket("view"))["value"])
     sign_in(world.http, "bob", PASSWORD)

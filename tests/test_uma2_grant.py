@@ -406,3 +406,45 @@ def test_the_uma2_configuration_document(http: FlaskClient) -> None:
     # The 1.0 document keeps its own lists: the new grant is not a PAT or AAT grant.
     old = http.get("/.well-known/uma-configuration").json
     assert UMA_TICKET not in old["pat_grant_types_supported"] + old["aat_grant_types_supported"]
+
+
+def test_need_info_never_names_a_rule_nor_a_value(uma: Uma2) -> None:
+    _, body = uma.token(ticket=uma.ticket("view", "print"))
+    text = json.dumps(body)
+    assert body["error"] == "need_info"
+    for secret in ("doctors-view", "colleagues-print", "doctor", "@example.com"):
+        assert secret not in text
+
+
+def test_a_ticket_of_several_sets_is_granted_whole_or_denied_whole(uma: Uma2) -> None:
+    other = uma.register({"name": "Holidays", "resource_scopes": ["view", "print"]})
+    both = [
+        {"resource_id": uma.rs_id, "resource_scopes": ["view"]},
+        {"resource_id": other, "resource_scopes": ["print"]},
+    ]
+
+    def ticket() -> str:
+        reply = uma.http.post("/permission", json=both, headers=uma.rs.auth)
+        assert reply.status_code == 201
+        found: str = reply.json["ticket"]
+        return found
+
+    status, body = uma.token(ticket=ticket(), **doctor())
+    assert status == 403 and [c["name"] for c in body["required_claims"]] == ["email"]
+    status, body = uma.token(
+        ticket=body["ticket"],
+        claim_token=custom_token({"email": "bob@example.com"}),
+        claim_token_format=OIDC,
+    )
+    assert status == 200, body
+    assert {p["resource_id"] for p in uma.introspect(body["access_token"])["permissions"]} == {
+        uma.rs_id,
+        other,
+    }
+    # One pair that can never be granted denies the whole ticket.
+    status, body = uma.token(
+        ticket=ticket(),
+        claim_token=custom_token({"email": "bob@elsewhere.test", "role": ["doctor"]}),
+        claim_token_format=OIDC,
+    )
+    assert (status, body["error"]) == (403, "request_denied")
