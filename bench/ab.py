@@ -256,10 +256,7 @@ def interleave(
             for name in ("head", "base"):
                 only = [path for path, side in alone.items() if side == name]
                 if only:
-                    print(
-                        f"only on {name} ({alone_note(name)}), not compared: {', '.join(only)}",
-                        flush=True,
-                    )
+                    print(f"{alone_note(name)}, not compared: {', '.join(only)}", flush=True)
         for path in paths:
             for concurrency in concurrencies:
                 shown = []
