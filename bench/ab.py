@@ -14,7 +14,9 @@ and head first in the even ones (a steady drift of the machine tilts neither). T
 path at a concurrency: in each round head's req/s over base's (measured back to back, so that a
 slow spell of a shared machine slows both or shows in one round only), and the median of those
 ratios: below 0.95 (head slower by more than 5%) it fails, faster is fine; a run with an
-unexpected answer fails too. Exit status 1 when any fails.
+unexpected answer fails too. Exit status 1 when any fails. A path that only one side has (one
+added since the base, or removed) is not measured: the table shows it as new or as absent from
+head, and it decides nothing.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as `python bench/ab.py`: the checkout is not on sys.path
@@ -83,13 +85,22 @@ def verdict(
     return Verdict(ratio, by_round, True, "")
 
 
+def alone_note(side: str) -> str:
+    """The verdict column of a path that only `side` has: not compared, and no failure."""
+    return "new (head only)" if side == "head" else "absent from head (base only)"
+
+
 def table(
     paths: Sequence[str],
     outcomes: dict[tuple[str, str, int], list[Outcome]],
     concurrencies: Sequence[int] = CONCURRENCIES,
+    alone: dict[str, str] | None = None,
 ) -> tuple[list[str], bool]:
     """The result per path and concurrency (req/s of each round on each side, their ratio in
-    each round and its median, p99 medians, the verdict), and whether every one passed."""
+    each round and its median, p99 medians, the verdict), and whether every one passed; then
+    each path of `alone` (path -> the one side that has it), not compared: it passes or fails
+    nothing."""
+    alone = alone or {}
 
     def rounds(found: list[Outcome]) -> str:
         return " ".join("FAILED" if o.failure else f"{o.rps:,.0f}" for o in found)
@@ -98,7 +109,7 @@ def table(
         values = [o.p99_ms for o in found if not o.failure]
         return f"{statistics.median(values):.1f}" if values else ""
 
-    width = max((len(path) for path in paths), default=4)
+    width = max((len(path) for path in [*paths, *alone]), default=4)
     lines = [
         f"{'path':{width}}  {'c':>2}  {'base req/s by round':>20}  {'head req/s by round':>20}"
         f"  {'head/base by round':>18}  {'median':>6}  {'p99 base':>8}  {'p99 head':>8}  verdict"
@@ -117,6 +128,11 @@ def table(
                 f"{path:{width}}  {concurrency:>2}  {rounds(base):>20}  {rounds(head):>20}"
                 f"  {by_round:>18}  {ratio:>6}  {p99(base):>8}  {p99(head):>8}  {shown}"
             )
+    for path, side in alone.items():
+        lines.append(
+            f"{path:{width}}  {'-':>2}  {'':>20}  {'':>20}  {'':>18}  {'':>6}  {'':>8}  {'':>8}"
+            f"  not compared: {alone_note(side)}"
+        )
     return lines, passed
 
 
@@ -211,22 +227,36 @@ class Side:
         self.log.close()
 
 
+class Asked(Protocol):
+    """What interleave asks of a side (Side, or a stand-in)."""
+
+    name: str
+
+    def ask(self, **command: Any) -> dict[str, Any]: ...
+
+
 def interleave(
-    base: Side, head: Side, rounds: int, concurrencies: Sequence[int]
-) -> tuple[list[str], dict[tuple[str, str, int], list[Outcome]]]:
+    base: Asked, head: Asked, rounds: int, concurrencies: Sequence[int]
+) -> tuple[list[str], dict[str, str], dict[tuple[str, str, int], list[Outcome]]]:
     """The rounds: fresh servers on both sides each round, each path and concurrency measured on
-    one side then the other, base first in odd rounds, head first in even ones."""
+    one side then the other, base first in odd rounds, head first in even ones. Only the paths
+    both sides have are measured; the others are returned apart (path -> the side that has it),
+    in head's order and then base's."""
     outcomes: dict[tuple[str, str, int], list[Outcome]] = {}
     paths: list[str] = []
+    alone: dict[str, str] = {}
     for number in range(1, rounds + 1):
         order = (base, head) if number % 2 else (head, base)
         offered = {side.name: side.ask(op="start")["paths"] for side in order}
         paths = [path for path in offered["head"] if path in offered["base"]]
+        alone = {
+            path: name for name in ("head", "base") for path in offered[name] if path not in paths
+        }
         if number == 1:
-            for side in order:
-                alone = [path for path in offered[side.name] if path not in paths]
-                if alone:
-                    print(f"only on {side.name}, not compared: {', '.join(alone)}", flush=True)
+            for name in ("head", "base"):
+                only = [path for path, side in alone.items() if side == name]
+                if only:
+                    print(f"{alone_note(name)}, not compared: {', '.join(only)}", flush=True)
         for path in paths:
             for concurrency in concurrencies:
                 shown = []
@@ -248,7 +278,7 @@ def interleave(
                 )
         for side in order:
             side.ask(op="stop")
-    return paths, outcomes
+    return paths, alone, outcomes
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -295,11 +325,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             for side, root in (("base", folder / "base"), ("head", ROOT))
         ]
         try:
-            paths, outcomes = interleave(sides[0], sides[1], options.rounds, CONCURRENCIES)
+            paths, alone, outcomes = interleave(sides[0], sides[1], options.rounds, CONCURRENCIES)
         finally:
             for side in sides:
                 side.close()
-    lines, passed = table(paths, outcomes)
+    lines, passed = table(paths, outcomes, CONCURRENCIES, alone)
     print(
         f"\nbase {base[:7]} against head {head[:7]}{dirty}: req/s of each round, head's over "
         f"base's in each round and their median (at least {1 - TOLERANCE:g} to pass), p99 "
@@ -310,7 +340,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not passed:
         print("FAILED: a path is slower than the base by more than 5%, or failed", file=sys.stderr)
         sys.exit(1)
-    print(f"PASS: every path within {TOLERANCE:.0%} of the base or faster", flush=True)
+    print(
+        f"PASS: every path within {TOLERANCE:.0%} of the base or faster"
+        + (f" ({len(alone)} on one side only, not compared)" if alone else ""),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -62,6 +63,8 @@ PEER = ROOT / "tests" / "oidc_provider"
 TICKET_LIFETIME = 7 * 24 * 3600  # tickets minted ahead of a run outlive it
 # Tickets (and sets to delete) for a warm-up: at most this rate, per second of warm-up.
 WARM_RATE = 3000
+# UMA 2.0's grant at the token endpoint (the uma-ticket path).
+UMA_TICKET = "urn:ietf:params:oauth:grant-type:uma-ticket"
 # The token lifetime of both servers (config.example.toml's access_token).
 TOKEN_LIFETIME = 3600
 PEER_SECRET = "peer-secret-" + "0123456789abcdef" * 2
@@ -548,6 +551,19 @@ class Uma:
         def ask(claims: list[dict[str, Any]]) -> str:
             return json.dumps({"rpt": self.rpt, "ticket": "{item}", "claims": claims})
 
+        def redeem(claims: list[dict[str, Any]]) -> str:
+            """UMA 2.0's grant at /token for the ticket "{item}", with the one claim object
+            `ask` would push sent as a claim token of its custom type (base64url of the JSON of
+            its value)."""
+            (claim,) = claims
+            fixed = urllib.parse.urlencode(
+                {
+                    "claim_token": _b64url(json.dumps(claim["value"])),
+                    "claim_token_format": claim["type"],
+                }
+            )
+            return f"grant_type={urllib.parse.quote(UMA_TICKET, safe='')}&ticket={{item}}&{fixed}"
+
         description = json.dumps(seed.description("bench set"))
         return [
             Spec(
@@ -627,6 +643,17 @@ class Uma:
                 once=True,
             ),
             Spec(
+                "uma-ticket grant (granted)",
+                "POST",
+                self.paths["token_endpoint"],
+                200,
+                {"Authorization": basic, **form},
+                redeem(DOCTOR),
+                '"access_token"',
+                tickets,
+                once=True,
+            ),
+            Spec(
                 "resource set create",
                 "POST",
                 sets,
@@ -671,6 +698,13 @@ def _b64(text: str) -> str:
     import base64
 
     return base64.b64encode(text.encode("utf-8")).decode("ascii")
+
+
+def _b64url(text: str) -> str:
+    """base64url without padding, as a custom claim type's claim token is written."""
+    import base64
+
+    return base64.urlsafe_b64encode(text.encode("utf-8")).decode("ascii").rstrip("=")
 
 
 def gunicorn_command(bind: str, workers: int, threads: int, app: str) -> list[str]:

@@ -35,7 +35,9 @@ class Parties:
     """The benchmark's parties, made once per database."""
 
     rs_client: str  # the resource server (a client with a secret)
-    app_client: str  # the requesting party's client, which pushes employee claims
+    # the requesting party's client, which pushes employee claims (in 1.0's authorization
+    # requests, and as claim tokens in UMA 2.0's uma-ticket grant)
+    app_client: str
     app_secret: str
     alice: str  # the sub of the owner asked about
     writer: str  # the sub of the owner whose sets are created, updated and deleted
@@ -50,10 +52,15 @@ def prepared(path: Database) -> Storage:
     return open_storage(path)
 
 
-def _client(store: Storage, name: str, push_types: tuple[str, ...] = ()) -> tuple[str, str]:
+def _client(
+    store: Storage,
+    name: str,
+    push_types: tuple[str, ...] = (),
+    grant_types: tuple[str, ...] = ("client_credentials",),
+) -> tuple[str, str]:
     settings = clients.ClientSettings(
         name=name,
-        grant_types=("client_credentials",),
+        grant_types=grant_types,
         response_types=(),
         push_claim_types=push_types,
     )
@@ -84,7 +91,13 @@ def description(name: str, scopes: tuple[str, ...] = ("view", "print")) -> dict[
 
 def make_parties(store: Storage, employee_claim_type: str) -> Parties:
     rs_client, _ = _client(store, "bench resource server")
-    app_client, app_secret = _client(store, "bench viewer", (employee_claim_type,))
+    # The viewer also redeems tickets at /token with UMA 2.0's grant (the uma-ticket path).
+    app_client, app_secret = _client(
+        store,
+        "bench viewer",
+        (employee_claim_type,),
+        ("client_credentials", clients.UMA_TICKET),
+    )
     alice = _user(store, "alice")
     writer = _user(store, "writer")
     bob = _user(store, "bob")

@@ -5,7 +5,8 @@ A/B of a base commit against the checkout. A run of `make bench` is held to:
 
 - floors in the main table (10^3 sets, 1 rule, waitress, concurrency 8): each path's fraction of the
   bare route, set about 10% under what the run of bf3c028 measured (the latest.md committed
-  then), so that a machine's noise does not flap them;
+  then), so that a machine's noise does not flap them; the uma-ticket grant, which that run did
+  not have, the authorization request's floor;
 - p99 at concurrency 1 at most 1.2 times the committed run's (service time, which our code owns);
 - the granted authorization request's p99 at concurrency 8 with 10^6 sets and 10^4 rules, 10 of
   them covering the set asked about, under 40 ms (with 100 covering: reported, no target).
@@ -45,6 +46,8 @@ FLOORS = {
     "authorization (granted)": 0.15,
     "authorization (need_claims)": 0.15,
     "authorization (refused)": 0.15,
+    # UMA 2.0's grant, added after bf3c028: the floor of the 1.0 request it stands beside.
+    "uma-ticket grant (granted)": 0.15,
 }
 # p99 at P99_CONCURRENCY at most P99_FACTOR times the committed run's.
 P99_CONCURRENCY = 1
@@ -296,7 +299,8 @@ def summary(
         "The benchmark guards against regressions: the gate is `make bench-ab`, an interleaved A/B "
         "of a base commit against the checkout on one machine (every main-table path at "
         "concurrency 1 and 8 within 5%; bench/README.md). This run is held to floors set about "
-        "10% under what the run of bf3c028 measured, so that a machine's noise does not flap them, "
+        "10% under what the run of bf3c028 measured, so that a machine's noise does not flap them "
+        "(the uma-ticket grant, which that run did not have: the authorization request's), "
         f"and to the committed run's p99 at concurrency 1 (committed: {where}, measuring "
         f"`{committed.short if committed else 'none'}`). Each path's check is in the main "
         "table's target column.",
@@ -353,6 +357,7 @@ class Versus:
     committed_rps: float | None
     p99_ms: float | None
     committed_p99_ms: float | None
+    new: bool = False  # the committed run has no row for this path at this concurrency
 
     @property
     def ratio(self) -> float | None:
@@ -362,7 +367,9 @@ class Versus:
 
 
 def versus_committed(results: Sequence[Measured], committed: Committed) -> list[Versus]:
-    """Each main-table run beside the committed run's figures for the same path and concurrency."""
+    """Each main-table run beside the committed run's figures for the same path and concurrency;
+    one the committed run has no row for (a path added since, or a concurrency it did not
+    measure) is new."""
     found = []
     for r in results:
         if r.section != "main":
@@ -376,6 +383,7 @@ def versus_committed(results: Sequence[Measured], committed: Committed) -> list[
                 before.rps if before else None,
                 None if r.failure else r.p99_ms,
                 before.p99_ms if before else None,
+                new=before is None,
             )
         )
     return found
@@ -383,6 +391,9 @@ def versus_committed(results: Sequence[Measured], committed: Committed) -> list[
 
 def _figure(value: float | None, form: str) -> str:
     return "" if value is None else format(value, form)
+
+
+NEW = "new"  # the committed column of a row the committed run does not have
 
 
 def versus_lines(rows: Sequence[Versus], committed: Committed, where: str) -> list[str]:
@@ -396,7 +407,8 @@ def versus_lines(rows: Sequence[Versus], committed: Committed, where: str) -> li
     for entry in rows:
         lines.append(
             f"  {entry.path:44} {entry.concurrency:>3} {_figure(entry.rps, ',.0f'):>8}"
-            f" {_figure(entry.committed_rps, ',.0f'):>9} {_figure(entry.ratio, '.2f'):>6}"
+            f" {NEW if entry.new else _figure(entry.committed_rps, ',.0f'):>9}"
+            f" {_figure(entry.ratio, '.2f'):>6}"
             f" {_figure(entry.p99_ms, '.1f'):>6} {_figure(entry.committed_p99_ms, '.1f'):>9}"
         )
     if ratios:
@@ -412,7 +424,8 @@ def versus_table(rows: Sequence[Versus], committed: Committed, where: str) -> li
         "",
         f"This run's main table beside the committed run's ({where}, measuring "
         f"`{committed.short}`), as information only: a machine's speed moves every row alike, "
-        "which is why the gate is an interleaved A/B on one machine (`make bench-ab`).",
+        "which is why the gate is an interleaved A/B on one machine (`make bench-ab`). "
+        f"{NEW.capitalize()}: a path (or concurrency) the committed run does not have.",
         "",
         row(["path", "concurrency", "req/s", "committed", "ratio", "p99", "committed p99"]),
         row(["---", "---:", "---:", "---:", "---:", "---:", "---:"]),
@@ -424,7 +437,7 @@ def versus_table(rows: Sequence[Versus], committed: Committed, where: str) -> li
                     entry.path,
                     str(entry.concurrency),
                     _figure(entry.rps, ",.0f") or "FAILED",
-                    _figure(entry.committed_rps, ",.0f"),
+                    NEW if entry.new else _figure(entry.committed_rps, ",.0f"),
                     _figure(entry.ratio, ".2f"),
                     _figure(entry.p99_ms, ".1f"),
                     _figure(entry.committed_p99_ms, ".1f"),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from bench.ab import Outcome, Verdict, table, verdict
+from bench.ab import Outcome, Verdict, interleave, table, verdict
 
 
 def runs(*rates: float) -> list[Outcome]:
@@ -62,3 +64,78 @@ def test_the_table_fails_when_one_path_fails() -> None:
     assert lines[2].endswith("FAIL (head slower by 20.0%)")
     del outcomes[("head", "token", 8)], outcomes[("base", "token", 8)]
     assert table(["token"], outcomes, (1,))[1] is True
+
+
+NEW = "uma-ticket grant (granted)"
+
+
+def test_a_path_on_one_side_only_is_shown_not_compared() -> None:
+    """The uma-ticket grant against a base that predates it: new, and it passes or fails nothing;
+    a path that head no longer has shows as absent."""
+    outcomes = {
+        ("base", "token", 8): runs(1000, 1010, 990),
+        ("head", "token", 8): runs(1000, 1005, 995),
+        ("head", NEW, 8): runs(500, 500, 500),  # measured on head alone: never compared
+    }
+    alone = {NEW: "head", "gone": "base"}
+    lines, passed = table(["token"], outcomes, (8,), alone)
+    assert passed is True
+    assert len(lines) == 4
+    assert lines[1].startswith("token") and lines[1].endswith("PASS")
+    assert lines[2].startswith(NEW) and lines[2].endswith("not compared: new (head only)")
+    assert lines[3].startswith("gone") and lines[3].endswith(
+        "not compared: absent from head (base only)"
+    )
+    assert "500" not in lines[2]
+    # A failure elsewhere still fails the gate.
+    outcomes[("head", "token", 8)] = runs(800, 800, 800)
+    assert table(["token"], outcomes, (8,), alone)[1] is False
+
+
+class FakeSide:
+    """A side of the A/B that offers `paths` and measures each at `rps` (bench/ab_side.py's
+    protocol); asked to measure a path it does not have, it fails the test."""
+
+    def __init__(self, name: str, paths: list[str], rps: float) -> None:
+        self.name = name
+        self.paths = paths
+        self.rps = rps
+        self.measured: list[tuple[str, int]] = []
+
+    def ask(self, **command: Any) -> dict[str, Any]:
+        if command["op"] == "start":
+            return {"paths": list(self.paths)}
+        if command["op"] == "measure":
+            assert command["path"] in self.paths, f"{self.name} has no {command['path']}"
+            self.measured.append((command["path"], command["concurrency"]))
+            return {"rps": self.rps, "p99_ms": 1.0, "failure": None}
+        return {}
+
+
+def test_the_rounds_measure_only_the_paths_both_sides_have() -> None:
+    base = FakeSide("base", ["bare", "token", "gone"], 1000.0)
+    head = FakeSide("head", ["bare", "token", NEW], 990.0)
+    paths, alone, outcomes = interleave(base, head, 3, (1, 8))
+    assert paths == ["bare", "token"]
+    assert alone == {NEW: "head", "gone": "base"}
+    assert (
+        sorted(set(base.measured))
+        == sorted(set(head.measured))
+        == [
+            ("bare", 1),
+            ("bare", 8),
+            ("token", 1),
+            ("token", 8),
+        ]
+    )
+    assert len(head.measured) == 3 * 4
+    lines, passed = table(paths, outcomes, (1, 8), alone)
+    assert passed is True
+    assert [line.split("  ")[0] for line in lines[1:]] == [
+        "bare",
+        "bare",
+        "token",
+        "token",
+        NEW,
+        "gone",
+    ]

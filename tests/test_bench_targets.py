@@ -117,6 +117,8 @@ def test_no_committed_run() -> None:
         ("resource set read", 8, 0.45, "fraction >= 0.45: met"),
         ("resource set read", 8, 0.449, "fraction >= 0.45: MISSED"),
         ("authorization (refused)", 8, 0.15, "fraction >= 0.15: met"),
+        ("uma-ticket grant (granted)", 8, 0.15, "fraction >= 0.15: met"),
+        ("uma-ticket grant (granted)", 8, 0.149, "fraction >= 0.15: MISSED"),
         ("configuration document", 8, 0.79, "fraction >= 0.8: MISSED"),
         ("resource set read", 64, 0.2, ""),  # floors are at concurrency 8 only
         ("bare route (ceiling)", 8, None, ""),
@@ -211,6 +213,40 @@ def test_against_the_committed_run() -> None:
     text = "\n".join(targets.versus_lines(rows, committed, "here"))
     assert "1,330     1,478   0.90" in text
     assert "median ratio 0.90" in text
+
+
+def test_a_path_the_committed_run_does_not_have_shows_as_new() -> None:
+    """A path added since the committed run (the uma-ticket grant, after bf3c028): new in both the
+    terminal's lines and the report's table, without a ratio or a p99 target; a path the committed
+    run has but failed is not new."""
+    committed = targets.parse_committed(COMMITTED)
+    added = "uma-ticket grant (granted)"
+    results = [
+        Run(added, 1, rps=900.0, p99_ms=1.4),
+        Run(added, 8, rps=1000.0, p99_ms=9.0, fraction=0.2),
+        Run("resource set read", 1, rps=2000.0, p99_ms=0.6),  # its committed run failed
+        Run("token (client_credentials)", 8, rps=1330.2, p99_ms=20.0),
+    ]
+    rows = targets.versus_committed(results, committed)
+    assert [(row.path, row.concurrency, row.new) for row in rows] == [
+        (added, 1, True),
+        (added, 8, True),
+        ("resource set read", 1, False),
+        ("token (client_credentials)", 8, False),
+    ]
+    assert rows[0].ratio is None and rows[0].committed_rps is None
+    lines = targets.versus_lines(rows, committed, "here")
+    assert lines[2].split() == [*added.split(), "1", "900", "new", "1.4"]
+    assert lines[4].split() == ["resource", "set", "read", "1", "2,000", "0.6"]
+    assert lines[-1] == "  median ratio 0.90"  # of the rows that have a committed figure
+    table = targets.versus_table(rows, committed, "here")
+    assert f"| {added} | 8 | 1,000 | new |  | 9.0 |  |" in table
+    assert "| resource set read | 1 | 2,000 |  |  | 0.6 |  |" in table
+    # Its targets: the floor, and no p99 check without a committed p99.
+    assert targets.target_cell(results[0], committed) == ""
+    assert targets.target_cell(results[1], committed) == "fraction >= 0.15: met"
+    text = "\n".join(targets.summary(results, committed, "here", quick=False))
+    assert "| 1 of 1 met | yes |" in text  # the floors: the new path's
 
 
 def test_keycloak_sizing_beside_ours() -> None:
