@@ -61,11 +61,15 @@ def record_pushed(
     pushed: VerifiedClaims,
     limits: Limits,
     now: int,
+    *,
+    record: bool = True,
 ) -> list[Claim]:
     """Records `pushed` against the ticket for `party`, in the caller's transaction: each
     assertion's use remembered (a replay raises InvalidRequest, rolling the request back), the
     word of an issuer about another subject than before replacing what it said, within
-    `[limits] claims_per_ticket`. Returns every claim the ticket now holds for the party."""
+    `[limits] claims_per_ticket`. Returns every claim the ticket now holds for the party. With
+    `record` false the claims themselves are left for the caller to record (`record_claims`),
+    should the ticket go on."""
     for assertion in pushed.assertions:
         use = AssertionUse(
             assertion.issuer, assertion.assertion_id, ticket_digest, party, assertion.expires_at
@@ -78,7 +82,8 @@ def record_pushed(
             )
     held = _keep_one_subject_per_issuer(storage, ticket_digest, party, pushed.assertions)
     within_ticket_bound(held, pushed.claims, limits)
-    storage.record_claims(ticket_digest, party, pushed.claims)
+    if record:
+        storage.record_claims(ticket_digest, party, pushed.claims)
     return _recorded(held, pushed.claims)
 
 

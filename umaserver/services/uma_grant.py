@@ -122,8 +122,6 @@ def request_rpt(
         party = ticket.requesting_party or own
         if party.startswith("client:") and party != own:
             raise InvalidGrant("This ticket is being used by another client.")
-        if ticket.requesting_party is None:
-            storage.set_ticket_party(digest, party)
         pct_claims: list[Claim] = []
         if request.pct is not None:
             pct = _own_pct(storage, request.pct, client, now)
@@ -134,14 +132,17 @@ def request_rpt(
                         " ticket."
                     )
                 party = pct.user_sub
-                storage.set_ticket_party(digest, party)
+                if ticket.requesting_party is not None:  # its claims move to the person
+                    storage.set_ticket_party(digest, party)
             pct_claims = storage.pct_claims(pct.digest, now)
         upgrading = _own_rpt(storage, request.rpt, client, now) if request.rpt else None
         permissions = ticket.permissions
         if request.scope:
             permissions = _with_scopes(storage, permissions, request.scope)
             storage.set_ticket_permissions(digest, permissions)
-        held = record_pushed(storage, digest, party, pushed, limits, now)
+        # Recorded against the ticket only when it goes on (need_info): a grant carries them in
+        # its PCT, a refusal keeps nothing.
+        held = record_pushed(storage, digest, party, pushed, limits, now, record=False)
         # Claims serve the client they were pushed by or shared with, never another.
         claims = [claim for claim in held if claim.client_id == client.client_id] + pct_claims
         requests = storage.count_ticket_request(digest)
@@ -189,6 +190,9 @@ def request_rpt(
                 "This ticket has had all its requests; ask the resource server for a new one."
             )
         else:
+            if party != ticket.requesting_party:  # kept with the ticket from now on
+                storage.set_ticket_party(digest, party)
+            storage.record_claims(digest, party, pushed.claims)
             rotated = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
             storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
             answer = _need_info(rotated, decision.need_claims, decision.gathers)
