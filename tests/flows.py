@@ -449,7 +449,7 @@ class Uma2Flow:
         assert UMA_TICKET in self.configuration["grant_types_supported"]
 
     def _path(self, member: str) -> str:
-        return urlsplit(self.configuration[member]).path
+        return urlsplit(str(self.configuration[member])).path
 
     def register(self, description: Mapping[str, Any]) -> str:
         """Federated Authorization 3.2.1: create a resource description; its `_id`."""
