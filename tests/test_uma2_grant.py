@@ -448,3 +448,17 @@ def test_a_ticket_of_several_sets_is_granted_whole_or_denied_whole(uma: Uma2) ->
         claim_token_format=OIDC,
     )
     assert (status, body["error"]) == (403, "request_denied")
+
+
+def test_a_ticket_whose_later_set_is_deleted_is_invalid_grant(uma: Uma2) -> None:
+    other = uma.register({"name": "Holidays", "resource_scopes": ["view"]})
+    pairs = [
+        {"resource_id": uma.rs_id, "resource_scopes": ["view"]},
+        {"resource_id": other, "resource_scopes": ["view"]},
+    ]
+    reply = uma.http.post("/permission", json=pairs, headers=uma.rs.auth)
+    assert reply.status_code == 201
+    assert uma.http.delete(f"/rs/resource_set/{other}", headers=uma.rs.auth).status_code == 204
+    status, body = uma.token(ticket=reply.json["ticket"], **doctor())
+    # Never a grant of the pair that is left: the ticket asked for both.
+    assert (status, body["error"]) == (400, "invalid_grant")

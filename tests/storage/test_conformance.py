@@ -701,18 +701,26 @@ def test_a_ticket_keeps_every_pair_in_order(store: Storage) -> None:
         assert store.open_tickets_for(rs.id) == [ticket]
 
 
-def test_a_ticket_with_several_pairs_goes_with_its_first_set_and_loses_a_later_one(
+def test_a_ticket_with_several_pairs_goes_with_its_first_set_and_ends_with_a_later_one(
     store: Storage,
 ) -> None:
-    first, later = make_set(store), make_set(store)
+    first, later, other = make_set(store), make_set(store), make_set(store)
     one = several_pairs(store, first, later, digest="ticket-a")
     two = several_pairs(store, later, first, digest="ticket-b")
+    three = several_pairs(store, later, other, digest="ticket-c")
+    # Another owner's or resource server's delete ends nothing.
+    assert not store.delete_resource_set(first.id, "someone-else", first.client_id)
+    assert not store.delete_resource_set(first.id, first.owner, "another-client")
+    assert store.get_ticket(two.digest) == two
+
     assert store.delete_resource_set(first.id, first.owner, first.client_id)
     # Its first pair's set is the ticket's own row: the ticket goes with it (as a ticket of one
-    # pair always did); a later pair's set goes alone (the services end such a ticket first).
+    # pair always did); a ticket that asks for it in a later pair is finished.
     assert store.get_ticket(one.digest) is None
     found = store.get_ticket(two.digest)
-    assert found is not None and found.permissions == two.permissions[:1]
+    assert found is not None and found.state == "finished"
+    assert store.get_ticket(three.digest) == three
+    assert store.open_tickets_for(later.id) == [three]
 
 
 def test_a_rotated_ticket_goes_on_under_its_new_digest_and_the_old_one_stops(

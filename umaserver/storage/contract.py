@@ -303,7 +303,9 @@ class ResourceSets(Protocol):
         ...
 
     def delete_resource_set(self, rs_id: str, owner: str, client_id: str) -> bool:
-        """Deletes the set with its tickets, their claims, and the permissions on it."""
+        """Deletes the set with the tickets whose first pair asks for it, their claims, and the
+        permissions on it; an open ticket that asks for it in a later pair reads as finished from
+        then on."""
         ...
 
     def list_resource_sets(self, owner: str, client_id: str) -> list[str]:

@@ -32,7 +32,8 @@ class Tickets(Handle):
     def add_ticket(self, ticket: Ticket) -> None:
         insert = (
             "INSERT INTO tickets (digest, owner, client_id, resource_set_id, scopes, created_at,"
-            " expires_at, requests, state, requesting_party) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " expires_at, requests, state, requesting_party, pairs)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         )
         values = (
             ticket.digest,
@@ -45,6 +46,7 @@ class Tickets(Handle):
             ticket.requests,
             ticket.state,
             ticket.requesting_party,
+            1 + len(ticket.more),
         )
         if not ticket.more:  # one statement, no transaction of its own
             self._write(insert, values)
@@ -70,7 +72,8 @@ class Tickets(Handle):
         return next(iter(_tickets(rows)), None)
 
     def open_tickets_for(self, rs_id: str) -> list[Ticket]:
-        return _tickets(self._all(_OPEN_TICKETS_FOR, (rs_id, rs_id), lock="NO KEY UPDATE OF t"))
+        tickets = _tickets(self._all(_OPEN_TICKETS_FOR, (rs_id, rs_id), lock="NO KEY UPDATE OF t"))
+        return [ticket for ticket in tickets if ticket.state == "open"]
 
     def set_ticket_permissions(
         self, digest: str, permissions: tuple[RequestedPermission, ...]
@@ -78,9 +81,9 @@ class Tickets(Handle):
         first, *more = permissions
         with self.transaction():
             changed = self._write(
-                "UPDATE tickets SET resource_set_id = ?, scopes = ?"
+                "UPDATE tickets SET resource_set_id = ?, scopes = ?, pairs = ?"
                 " WHERE digest = ? AND state = 'open'",
-                (first.resource_set_id, json.dumps(list(first.scopes)), digest),
+                (first.resource_set_id, json.dumps(list(first.scopes)), len(permissions), digest),
             )
             if changed:
                 self._write("DELETE FROM ticket_resources WHERE ticket_digest = ?", (digest,))
@@ -93,9 +96,9 @@ class Tickets(Handle):
             # the claims gathered for it; the old digest is finished, its claims handles void.
             copied = self._write(
                 "INSERT INTO tickets (digest, owner, client_id, resource_set_id, scopes,"
-                " created_at, expires_at, requests, state, requesting_party)"
+                " created_at, expires_at, requests, state, requesting_party, pairs)"
                 " SELECT ?, owner, client_id, resource_set_id, scopes, created_at, expires_at,"
-                " requests, 'open', requesting_party FROM tickets"
+                " requests, 'open', requesting_party, pairs FROM tickets"
                 " WHERE digest = ? AND state = 'open'",
                 (new_digest, digest),
             )
@@ -249,16 +252,25 @@ class Tickets(Handle):
 
 
 def _tickets(rows: list[Row]) -> list[Ticket]:
-    """Tickets from rows of `_TICKET` or `_OPEN_TICKETS_FOR`: a ticket's rows are together, its pairs in order."""
+    """Tickets from rows of `_TICKET` or `_OPEN_TICKETS_FOR`: a ticket's rows are together, its
+    pairs in order. A ticket that reads fewer pairs than it asked for lost a set (deleted, and its
+    pair with it): it has ended, and reads as finished."""
     found: dict[str, Ticket] = {}
+    pairs: dict[str, int] = {}
     for row in rows:
         digest = row["digest"]
         if digest not in found:
             ticket = stored.ticket(row)
             assert ticket is not None
             found[digest] = ticket
+            pairs[digest] = row["pairs"]
         if row["more_set"] is not None:
             ticket = found[digest]
             pair = RequestedPermission(row["more_set"], tuple(json.loads(row["more_scopes"])))
             found[digest] = replace(ticket, more=(*ticket.more, pair))
-    return list(found.values())
+    return [
+        ticket
+        if ticket.state != "open" or len(ticket.permissions) == pairs[digest]
+        else replace(ticket, state="finished")
+        for digest, ticket in found.items()
+    ]

@@ -2,6 +2,7 @@
 -- a ticket's requesting party, RPTs without an AAT, persisted claims tokens, and the uma-ticket
 -- grant for confidential clients registered with a list of grant types.
 ALTER TABLE tickets ADD COLUMN requesting_party TEXT COLLATE "C";
+ALTER TABLE tickets ADD COLUMN pairs INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE gathered_claims ADD COLUMN expires_at BIGINT;
 CREATE TABLE ticket_resources (
     ticket_digest   TEXT COLLATE "C" NOT NULL REFERENCES tickets (digest) ON DELETE CASCADE,

@@ -6,6 +6,9 @@
 -- client:<client_id> until a person shares claims at the claims interaction endpoint, then that
 -- person; NULL on a 1.0 ticket, whose party is its AAT's.
 ALTER TABLE tickets ADD COLUMN requesting_party TEXT;
+-- How many pairs the ticket asks for: a deleted set takes its ticket_resources row away (ON DELETE
+-- CASCADE), and a ticket that reads fewer pairs than it asked for has ended.
+ALTER TABLE tickets ADD COLUMN pairs INTEGER NOT NULL DEFAULT 1;
 -- A gathered claim keeps when the word it rests on ends (an ID token's or assertion's expiry): a
 -- PCT made of it keeps it no longer. NULL: no end of its own (a client's plain word, a person's
 -- attributes).
