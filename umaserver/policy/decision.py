@@ -267,6 +267,8 @@ def _nearest_rules(
     grants more of those scopes, then file order. A chosen rule whose scopes the other chosen ones
     grant as well is then left out (the one missing most first): its claims would not bring the
     grant any nearer. Each scope has a candidate (the caller denied otherwise)."""
+    if len(candidates) == 1:  # the common case: one rule could grant them all
+        return (candidates[0],)
     wanted = frozenset(uncovered)
     chosen: dict[int, Evaluation] = {}
     for scope in uncovered:

@@ -163,6 +163,11 @@ def decide_ticket(
             AccessRequest(owner, resource_set, pair.scopes, client, requesting_party, claims),
         )
         pairs.append((resource_set, pair.scopes, decision))
+    if len(pairs) == 1:  # most tickets: the pair's decision is the ticket's
+        gathers = decision.redirect is not None or decision.redirect_later is not None
+        return TicketDecision(
+            decision.outcome, tuple(pairs), decision.need_claims, decision.redirect, gathers
+        )
     decisions = [decision for _, _, decision in pairs]
     if all(decision.outcome == "grant" for decision in decisions):
         return TicketDecision("grant", tuple(pairs))

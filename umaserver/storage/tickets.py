@@ -255,6 +255,8 @@ def _tickets(rows: list[Row]) -> list[Ticket]:
     """Tickets from rows of `_TICKET` or `_OPEN_TICKETS_FOR`: a ticket's rows are together, its
     pairs in order. A ticket that reads fewer pairs than it asked for lost a set (deleted, and its
     pair with it): it has ended, and reads as finished."""
+    if len(rows) == 1 and rows[0]["more_set"] is None and rows[0]["pairs"] == 1:
+        return [stored.ticket(rows[0])]  # type: ignore[list-item]  # most tickets: one pair
     found: dict[str, Ticket] = {}
     pairs: dict[str, int] = {}
     for row in rows:
