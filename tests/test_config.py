@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from umaserver.config import ConfigError, FetchSettings, Limits, load_config
+from umaserver.config import (
+    ConfigError,
+    FetchSettings,
+    KeycloakSettings,
+    Limits,
+    TokenSettings,
+    load_config,
+)
 
 from .conftest import ROOT, SECRET
 from .oidc_fixtures import jwks_of, make_rsa_key
@@ -589,3 +596,45 @@ def test_an_issuer_without_client_id_does_not_sign_in(tmp_path: Path) -> None:
     (issuer,) = load_config(write(tmp_path, GOOD + OP + 'jwks_file = "jwks.json"\n')).oidc_issuers
     assert not issuer.signs_in and not issuer.discovers
     assert issuer.display_name == "https://op.example"
+
+
+def test_the_keycloak_and_tokens_examples_work_once_uncommented(tmp_path: Path) -> None:
+    text = (ROOT / "config.example.toml").read_text(encoding="utf-8")
+    text = text.replace('secret_key = ""', f'secret_key = "{SECRET}"')
+    assert load_config(write(tmp_path, text)).keycloak == KeycloakSettings(realm=None)
+    for table in ("[keycloak]", "[tokens]"):
+        start = text.index(f"# {table}")
+        end = text.index("\n\n", start)
+        lines = text[start:end].splitlines()
+        block = "\n".join(line[2:] for line in lines if not line.startswith("# # "))
+        text = text[:start] + block + text[end:]
+    config = load_config(write(tmp_path, text))
+    assert config.keycloak == KeycloakSettings("demo", "urn:umaserver:claim-type:jwt")
+    assert config.tokens == TokenSettings("jwt", "RS256")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '[keycloak]\nrealm = "a/b"\n',
+            ["keycloak.realm: must be letters, digits, '-', '_' or '.' (a path segment)"],
+        ),
+        ("[keycloak]\n", ["keycloak.realm: missing"]),
+        ('[keycloak]\nclaim_token_type = "x"\n', ["keycloak.realm: missing"]),
+        (
+            '[keycloak]\nrealm = "r"\nclaim_token_type = "urn:umaserver:claim-type:account"\n',
+            [
+                "keycloak.claim_token_type: must not be the account claims' type: clients may never push that"
+            ],
+        ),
+        ('[tokens]\nrpt_format = "JWT"\n', ["tokens.rpt_format: must be one of opaque, jwt"]),
+        (
+            '[tokens]\njwt_algorithm = "HS256"\n',
+            ["tokens.jwt_algorithm: must be one of RS256, ES256"],
+        ),
+        ('[tokens]\nformat = "jwt"\n', ["tokens.format: unknown key"]),
+    ],
+)
+def test_keycloak_and_tokens_errors(tmp_path: Path, text: str, expected: list[str]) -> None:
+    assert errors_of(tmp_path, GOOD + text) == expected

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -134,6 +135,30 @@ class FetchSettings:
     allow_loopback: bool = False
 
 
+ACCOUNT_CLAIM_TYPE = "urn:umaserver:claim-type:account"
+RPT_FORMATS = ("opaque", "jwt")
+JWT_ALGORITHMS = ("RS256", "ES256")
+
+
+@dataclass(frozen=True)
+class KeycloakSettings:
+    # `[keycloak]`: Keycloak's URL layout for one realm (/realms/NAME/...), beside the standard
+    # paths; None (the table absent): none of those paths exist.
+    realm: str | None = None
+    # The claim type of the claims a client pushes as a claim token of the format
+    # urn:ietf:params:oauth:token-type:jwt (Keycloak's); a client pushes it only when it was
+    # created or registered with it (--push-claims), as any type.
+    claim_token_type: str = "urn:umaserver:claim-type:jwt"  # noqa: S105 (a claim type)
+
+
+@dataclass(frozen=True)
+class TokenSettings:
+    # `[tokens]`: "opaque" RPTs (the default), or "jwt": RPTs signed with this server's key
+    # (`jwt_algorithm`), published at /jwks.
+    rpt_format: str = "opaque"
+    jwt_algorithm: str = "RS256"
+
+
 @dataclass(frozen=True)
 class Config:
     issuer: str
@@ -154,6 +179,8 @@ class Config:
     sessions: SessionSettings = SessionSettings()
     signin: SigninSettings = SigninSettings()
     fetch: FetchSettings = FetchSettings()
+    keycloak: KeycloakSettings = KeycloakSettings()
+    tokens: TokenSettings = TokenSettings()
     # `[postgresql]`: the connections of a PostgreSQL database (only with a postgresql:// URL).
     postgresql: PostgreSQLSettings = field(default_factory=PostgreSQLSettings)
     saml_idps: tuple[SamlIdp, ...] = ()
@@ -216,6 +243,44 @@ def _postgresql(reader: TableReader, database: str | None) -> PostgreSQLSettings
     if settings.pool_max < settings.pool_min:
         reader.errors.append("postgresql.pool_max: must be at least pool_min")
     return settings
+
+
+def _keycloak(reader: TableReader, present: bool) -> KeycloakSettings:
+    if not present:
+        reader.finish()
+        return KeycloakSettings()
+    settings = KeycloakSettings(
+        realm=reader.take("realm", str, check=_realm),
+        claim_token_type=reader.take(
+            "claim_token_type", str, KeycloakSettings.claim_token_type, _claim_token_type
+        ),
+    )
+    reader.finish()
+    return settings
+
+
+def _realm(value: str) -> str | None:
+    # A path segment as Keycloak's realm names are in practice: no slash, nothing to escape.
+    if not value or not all(c.isascii() and (c.isalnum() or c in "-_.") for c in value):
+        return "must be letters, digits, '-', '_' or '.' (a path segment)"
+    if value in (".", ".."):
+        return "must not be '.' or '..'"
+    return None
+
+
+def _claim_token_type(value: str) -> str | None:
+    if not value.strip():
+        return "must not be empty"
+    if value == ACCOUNT_CLAIM_TYPE:
+        return "must not be the account claims' type: clients may never push that"
+    return None
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], str | None]:
+    def check(value: str) -> str | None:
+        return None if value in choices else f"must be one of {', '.join(choices)}"
+
+    return check
 
 
 def _not_negative(value: int) -> str | None:
@@ -374,6 +439,16 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         allow_loopback=section.take("allow_loopback", bool, FetchSettings.allow_loopback),
     )
     section.finish()
+    present = "keycloak" in top.table  # an empty [keycloak] still asks for a realm
+    keycloak = _keycloak(top.section("keycloak"), present)
+    section = top.section("tokens")
+    tokens = TokenSettings(
+        rpt_format=section.take("rpt_format", str, TokenSettings.rpt_format, _one_of(RPT_FORMATS)),
+        jwt_algorithm=section.take(
+            "jwt_algorithm", str, TokenSettings.jwt_algorithm, _one_of(JWT_ALGORITHMS)
+        ),
+    )
+    section.finish()
     postgresql = _postgresql(top.section("postgresql"), database)
     saml_idps = [saml_idp(reader, base) for reader in top.tables("saml_idps")]
     oidc_issuers = [oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
@@ -398,6 +473,8 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         sessions=sessions,
         signin=signin,
         fetch=fetch,
+        keycloak=keycloak,
+        tokens=tokens,
         postgresql=postgresql,
         saml_idps=tuple(idp for idp in saml_idps if idp is not None),
         oidc_issuers=tuple(issuer for issuer in oidc_issuers if issuer is not None),
