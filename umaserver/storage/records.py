@@ -3,6 +3,7 @@ reading themselves. Tokens appear only as their digests."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -195,7 +196,7 @@ class Ticket:
     more: tuple[RequestedPermission, ...] = ()
     requesting_party: str | None = None
 
-    @property
+    @functools.cached_property
     def permissions(self) -> tuple[RequestedPermission, ...]:
         return (RequestedPermission(self.resource_set_id, self.scopes), *self.more)
 
