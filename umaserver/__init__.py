@@ -20,6 +20,7 @@ from .api import (
     discovery,
     health,
     introspection,
+    keycloak_realm,
     metadata,
     openapi,
     permissions,
@@ -143,6 +144,9 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         registration.bp,
     ):
         app.register_blueprint(blueprint)
+    if config.keycloak.realm is not None:
+        # Keycloak's URL layout for one realm: a second face over the same services.
+        app.register_blueprint(keycloak_realm.bp, url_prefix=f"/realms/{config.keycloak.realm}")
     # The pages for people (home, sign-in): HTML, their own headers and error pages.
     pages.init_app(app)
     untrusted.init_app(app)

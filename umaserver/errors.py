@@ -76,6 +76,14 @@ class InvalidToken(APIError):
     description = "The access token is unknown, expired or revoked."
 
 
+class InvalidClient(APIError):
+    """401 invalid_client (RFC 6749 5.2): the client is unknown or its credentials are wrong."""
+
+    status = 401
+    error = "invalid_client"
+    description = "The client is unknown or its credentials are wrong."
+
+
 class InsufficientScope(APIError):
     status = 403
     error = "insufficient_scope"

@@ -356,6 +356,20 @@ def test_resource_set_round_trip(store: Storage) -> None:
     assert store.find_resource_set("no-such-set") is None
 
 
+def test_resource_sets_registered_by_a_resource_server_for_any_owner(store: Storage) -> None:
+    server, other = make_client(store), make_client(store)
+    named = {"name": "Photos", "scopes": ["view"]}
+    later = make_set(store, server, owner="bob", created_at=T + 1, rs_id="rs-b", description=named)
+    first = make_set(store, server, owner="alice", created_at=T, rs_id="rs-c", description=named)
+    tie = make_set(store, server, owner="alice", created_at=T + 1, rs_id="rs-a")
+    make_set(store, other, description=named)
+    assert store.resource_sets_registered_by(server.client_id, None, 10) == [first, tie, later]
+    assert store.resource_sets_registered_by(server.client_id, "Photos", 10) == [first, later]
+    assert store.resource_sets_registered_by(server.client_id, "photos", 10) == []
+    assert store.resource_sets_registered_by(server.client_id, None, 2) == [first, tie]
+    assert store.resource_sets_registered_by("no-such-client", None, 10) == []
+
+
 @pytest.mark.parametrize("who", ["other owner", "other resource server", "other id"])
 def test_resource_sets_are_only_seen_by_their_owner_and_resource_server(
     store: Storage, who: str
@@ -1028,6 +1042,12 @@ def test_permissions_for_are_on_sets_of_that_owner_and_resource_server(store: St
     ]
     assert store.permissions_for(rpt.digest, "carol", rs_client.client_id, T) == []
     assert store.permissions_for(make_rpt(store).digest, "alice", rs_client.client_id, T) == []
+    # Of any owner: what the resource server registered.
+    assert store.permissions_for(rpt.digest, None, rs_client.client_id, T) == [
+        permission(early, issued_at=T - 9),
+        permission(bobs, issued_at=T - 5),
+        permission(late, issued_at=T - 1),
+    ]
 
 
 def test_permissions_on_a_set_are_every_rpts_expired_or_not(store: Storage) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Collection
 from urllib.parse import unquote
 
 from flask import request
@@ -65,16 +66,26 @@ def _basic_client_id(header: str) -> str:
     return unquote(client_id)
 
 
-def check_client_request() -> None:
-    """What every client-authenticated request (/token, /revoke) must be: no parameter twice
-    (RFC 6749 3.1), one client authentication (RFC 6749 2.3), a Basic header that decodes."""
+def check_parameters(repeatable: Collection[str] = ()) -> None:
+    """No parameter twice (RFC 6749 3.1), in the query or the body or across them, except those
+    `repeatable` (Keycloak's `permission`)."""
     query, form = request.args, request.form
     for source in (query, form):
         for name, values in source.lists():
+            if name in repeatable:
+                continue
             if len(values) > 1 or (source is form and name in query):
                 raise InvalidRequest(
                     f"The parameter {echo(name)} is given more than once (RFC 6749 3.1)."
                 )
+
+
+def check_client_request(repeatable: Collection[str] = ()) -> None:
+    """What every client-authenticated request (/token, /revoke) must be: no parameter twice
+    (RFC 6749 3.1; `check_parameters`), one client authentication (RFC 6749 2.3), a Basic header
+    that decodes."""
+    check_parameters(repeatable)
+    form = request.form
     header = request.headers.get("Authorization")
     if header is not None:
         basic_id = _basic_client_id(header)
@@ -86,11 +97,11 @@ def check_client_request() -> None:
             )
 
 
-def check_token_request(grant_types: tuple[str, ...]) -> None:
+def check_token_request(grant_types: tuple[str, ...], repeatable: Collection[str] = ()) -> None:
     """What Authlib does not refuse, or refuses with a 500, before it authenticates the client: a
     parameter twice, two client authentications, a Basic header that does not decode, a grant type
     of the wrong syntax. The scope waits for the client's authentication (`check_token_scope`)."""
-    check_client_request()
+    check_client_request(repeatable)
     grant_type = request.values.get("grant_type")
     if grant_type not in grant_types:
         said = "missing" if grant_type is None else f"{echo(grant_type)} is not supported"

@@ -38,16 +38,16 @@ RPT_PROFILES = ("bearer", "https://docs.kantarainitiative.org/uma/profiles/uma-t
 
 @bp.get("/.well-known/uma-configuration")
 def configuration() -> Response:
-    return _written("umaserver.configuration_document", document)
+    return written("umaserver.configuration_document", document)
 
 
 @bp.get("/.well-known/uma2-configuration")
 def configuration_2() -> Response:
-    return _written("umaserver.uma2_configuration_document", document_2)
+    return written("umaserver.uma2_configuration_document", document_2)
 
 
-def _written(key: str, make: Callable[[], dict[str, object]]) -> Response:
-    """A document, written once per app: it depends on the configuration alone."""
+def written(key: str, make: Callable[[], dict[str, object]]) -> Response:
+    """A document, written once per app under `key`: it depends on the configuration alone."""
     body = current_app.extensions.get(key)
     if body is None:
         body = current_app.extensions[key] = json.dumps(make(), separators=(",", ":")).encode()

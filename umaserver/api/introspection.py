@@ -16,6 +16,7 @@ from ..errors import InvalidRequest
 from ..runtime import runtime
 from ..services.accounts import find_access_token
 from ..services.rpts import introspect_rpt
+from ..storage import Storage
 from ..storage.per_request import storage
 from ..storage.records import AccessToken, Permission, Rpt
 from .bearer import PROTECTION_SCOPE, authenticate
@@ -23,7 +24,8 @@ from .bearer import PROTECTION_SCOPE, authenticate
 bp = Blueprint("introspection", __name__)
 
 
-def _token_parameter() -> str:
+def token_parameter(repeatable: tuple[str, ...] = ()) -> str:
+    """The one `token` of a form; 400 invalid_request otherwise, or for a parameter twice."""
     if request.mimetype != "application/x-www-form-urlencoded":
         raise InvalidRequest(
             "Send the token as a form: Content-Type application/x-www-form-urlencoded."
@@ -33,12 +35,12 @@ def _token_parameter() -> str:
     if len(values) != 1 or not values[0]:
         raise InvalidRequest("Send exactly one 'token' parameter.")
     for name, given in form.lists():
-        if len(given) > 1:
+        if len(given) > 1 and name not in repeatable:
             raise InvalidRequest(f"The parameter '{name}' is repeated.")
     return values[0]
 
 
-def _rpt_answer(rpt: Rpt, permissions: list[Permission]) -> dict[str, Any]:
+def rpt_answer(rpt: Rpt, permissions: list[Permission]) -> dict[str, Any]:
     return {
         "active": True,
         "exp": rpt.expires_at,
@@ -59,7 +61,7 @@ def _rpt_answer(rpt: Rpt, permissions: list[Permission]) -> dict[str, Any]:
     }
 
 
-def _access_token_answer(token: AccessToken) -> dict[str, Any]:
+def access_token_answer(token: AccessToken) -> dict[str, Any]:
     """RFC 7662 2.2's fields; `sub` (the person's opaque sub) and `username` only for a token
     issued for a person: one a client holds for itself (client_credentials) has no one to name."""
     answer: dict[str, Any] = {
@@ -77,26 +79,33 @@ def _access_token_answer(token: AccessToken) -> dict[str, Any]:
     return answer
 
 
+def live_token_of(store: Storage, unverified: str, client_id: str, now: int) -> AccessToken | None:
+    """A live PAT or AAT issued to this client: a token is shown only to the client it was issued
+    to."""
+    token = find_access_token(store, unverified)
+    if token is None or token.client_id != client_id or token.revoked or token.expires_at <= now:
+        return None
+    return token
+
+
+def answer(body: dict[str, Any]) -> Response:
+    return json_response(body)
+
+
 @bp.post("/introspect")
 def introspect() -> Response:
     pat = authenticate(PROTECTION_SCOPE)
-    unverified = _token_parameter()
+    unverified = token_parameter()
     store = storage()
     now = runtime().clock.now()
-    answer: dict[str, Any] = {"active": False}
+    body: dict[str, Any] = {"active": False}
     found = introspect_rpt(store, now, unverified, pat.owner, pat.client_id)
     if found is not None:
         rpt, permissions = found
         if rpt.is_live(now):
-            answer = _rpt_answer(rpt, permissions)
+            body = rpt_answer(rpt, permissions)
     else:
-        token = find_access_token(store, unverified)
-        # A PAT or an AAT is shown only to the client it was issued to.
-        if (
-            token is not None
-            and token.client_id == pat.client_id
-            and not token.revoked
-            and token.expires_at > now
-        ):
-            answer = _access_token_answer(token)
-    return json_response(answer)
+        token = live_token_of(store, unverified, pat.client_id, now)
+        if token is not None:
+            body = access_token_answer(token)
+    return answer(body)

@@ -116,8 +116,9 @@ class UMAAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         return PublicRequest(flask_request)
 
     def handle_response(self, status_code: int, payload: Any, headers: Any) -> Response:
-        """A JSON answer (a token) in the API's one writer; a redirect as Authlib writes it."""
-        if not isinstance(payload, dict):
+        """A JSON answer (a token; Keycloak's list of permissions) in the API's one writer; a
+        redirect as Authlib writes it."""
+        if not isinstance(payload, (dict, list)):
             response: Response = super().handle_response(status_code, payload, headers)
             return response
         own = {"content-type", "cache-control", "pragma"}  # json_response writes these

@@ -8,7 +8,9 @@ claim objects of the 1.0 profiles, so that both generations push claims through 
 * a SAML 2.0 assertion (format `urn:ietf:params:oauth:token-type:saml2`, base64url of the XML) is
   the SAML profile's `{"saml_assertion": <base64 of it>}`;
 * any other format is a deployment's custom claim type: the token is base64url (padding optional;
-  standard base64 read too) of the JSON object the 1.0 profile carries as `value`.
+  standard base64 read too) of the JSON object the 1.0 profile carries as `value`;
+* Keycloak's `urn:ietf:params:oauth:token-type:jwt`, on its realm face, is read the same way, as
+  claims of the type the operator names for it (`jwt_type`); elsewhere it is a custom type like any.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ ID_TOKEN_FORMATS = (
     "https://openid.net/specs/openid-connect-core-1_0.html#IDToken",
 )
 SAML2_FORMAT = "urn:ietf:params:oauth:token-type:saml2"
+JWT_FORMAT = "urn:ietf:params:oauth:token-type:jwt"
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]+={0,2}")
 
@@ -42,9 +45,12 @@ def format_of(claim_type: str) -> str | None:
     return claim_type
 
 
-def claim_object(claim_token_format: str, claim_token: str) -> dict[str, Any]:
+def claim_object(
+    claim_token_format: str, claim_token: str, jwt_type: str | None = None
+) -> dict[str, Any]:
     """The 1.0 claim object `{type, value}` a claim token stands for; ClaimsError (naming why) for
-    a token that cannot be read as its format says."""
+    a token that cannot be read as its format says. With `jwt_type`, a token of Keycloak's
+    `JWT_FORMAT` stands for claims of that type."""
     if claim_token_format in ID_TOKEN_FORMATS:
         return {"type": OIDC_TYPE, "value": {"id_token": claim_token}}
     if claim_token_format == SAML2_FORMAT:
@@ -66,6 +72,8 @@ def claim_object(claim_token_format: str, claim_token: str) -> dict[str, Any]:
             f"claim_token: a token of the custom format {claim_token_format!r} must be base64url"
             " of a JSON object, not of another JSON value"
         )
+    if claim_token_format == JWT_FORMAT and jwt_type is not None:
+        return {"type": jwt_type, "value": value}
     return {"type": claim_token_format, "value": value}
 
 

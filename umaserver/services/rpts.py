@@ -120,6 +120,17 @@ def add_permissions(
         add_permission(storage, now, rpt, pair.resource_set_id, pair.scopes, lifetimes.permission)
 
 
+def introspect_rpt_for_client(
+    storage: Storage, now: int, unverified_rpt: str, client_id: str
+) -> tuple[Rpt, list[Permission]] | None:
+    """An RPT known here (live or not) with its live permissions on the sets this resource server
+    registered, for any owner (Keycloak's introspection); None when the token is no RPT of ours."""
+    rpt = storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
+    if rpt is None:
+        return None
+    return rpt, storage.permissions_for(rpt.digest, None, client_id, now)
+
+
 def introspect_rpt(
     storage: Storage, now: int, unverified_rpt: str, owner: str, client_id: str
 ) -> tuple[Rpt, list[Permission]] | None:

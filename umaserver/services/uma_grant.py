@@ -80,7 +80,7 @@ class Answer:
     with members beyond `error`, answered as they are)."""
 
     status: int
-    body: dict[str, Any]
+    body: dict[str, Any] | list[dict[str, Any]]  # a list: Keycloak's response_mode=permissions
 
 
 _SETTLED = "The ticket is unknown, already used, expired, or was replaced by a newer one."
@@ -99,15 +99,31 @@ def request_rpt(
     rpt_key: bytes,
     server_issuer: str,
     sign_in_providers: Mapping[str, str] | None = None,
+    person: str | None = None,
+    account: Sequence[Claim] = (),
+    jwt_type: str | None = None,
 ) -> Answer:
     """`rules` gives the rules of the ticket's owner, read in the request's transaction; the
     claims interaction endpoint can gather claims of this server (`server_issuer`) and of the
-    sign-in providers (issuer -> display name)."""
+    sign-in providers (issuer -> display name).
+
+    Keycloak's form (its realm face): the client acts with a person's token instead of its own
+    credentials; `person` is then the requesting party, and `account` the claims this server
+    vouches for about that person (used in the decision, never recorded nor carried in a PCT).
+    `jwt_type`: the claim type of a claim token of Keycloak's JWT format."""
     digest = secrets_at_rest.digest(request.ticket)
     # Verification (signatures, key look-ups) happens outside the write lock; nothing is recorded
     # unless the claim token passes.
     try:
-        pushed = _read_claim_token(request, client, verifiers, now, limits)
+        pushed = read_claim_token(
+            request.claim_token,
+            request.claim_token_format,
+            client,
+            verifiers,
+            now,
+            limits,
+            jwt_type,
+        )
     except ClaimsUnavailable as error:
         _live_ticket(storage, digest, now)
         raise TemporarilyUnavailable(
@@ -122,6 +138,10 @@ def request_rpt(
         party = ticket.requesting_party or own
         if party.startswith("client:") and party != own:
             raise InvalidGrant("This ticket is being used by another client.")
+        if person is not None and party != person:
+            if party != own:
+                raise InvalidGrant("Another person has shared claims for this ticket.")
+            party = person
         pct_claims: list[Claim] = []
         if request.pct is not None:
             pct = _own_pct(storage, request.pct, client, now)
@@ -135,7 +155,7 @@ def request_rpt(
                 if ticket.requesting_party is not None:  # its claims move to the person
                     storage.set_ticket_party(digest, party)
             pct_claims = storage.pct_claims(pct.digest, now)
-        upgrading = _own_rpt(storage, request.rpt, client, now) if request.rpt else None
+        upgrading = own_rpt(storage, request.rpt, client, now) if request.rpt else None
         permissions = ticket.permissions
         if request.scope:
             permissions = _with_scopes(storage, permissions, request.scope)
@@ -161,7 +181,7 @@ def request_rpt(
                 permissions,
                 Supplier.of(client.client_id, client.push_claim_types, verifiers, can_gather),
                 party,
-                claims,
+                [*claims, *account],
             )
         except MissingResourceSet:
             raise InvalidGrant(_SETTLED) from None
@@ -169,7 +189,7 @@ def request_rpt(
             raise InvalidGrant("The RPT is of another requesting party than this ticket's.")
         if decision.outcome == "grant":
             storage.consume_ticket(digest)
-            answer = _granted(
+            answer = grant_rpt(
                 storage,
                 now,
                 client,
@@ -198,7 +218,7 @@ def request_rpt(
             answer = _need_info(rotated, decision.need_claims, decision.gathers)
     log.info(
         "decision=%s grant=uma-ticket owner=%s resource_sets=%s client=%s rules=%s requests=%d",
-        answer.body.get("error", "grant"),
+        answer.body.get("error", "grant") if isinstance(answer.body, dict) else "grant",
         owner,
         ",".join(pair.resource_set_id for pair in permissions),
         client.client_id,
@@ -208,14 +228,22 @@ def request_rpt(
     return answer
 
 
-def _read_claim_token(
-    request: GrantRequest, client: Client, verifiers: Verifiers, now: int, limits: Limits
+def read_claim_token(
+    claim_token: str | None,
+    claim_token_format: str | None,
+    client: Client,
+    verifiers: Verifiers,
+    now: int,
+    limits: Limits,
+    jwt_type: str | None = None,
 ) -> VerifiedClaims:
-    if (request.claim_token is None) != (request.claim_token_format is None):
+    """The claims of a request's `claim_token` and `claim_token_format` (both or neither),
+    verified as their claim type's profile reads them, for this client."""
+    if (claim_token is None) != (claim_token_format is None):
         raise ClaimsError("claim_token and claim_token_format come together: send both or neither")
-    if request.claim_token is None or request.claim_token_format is None:
+    if claim_token is None or claim_token_format is None:
         return VerifiedClaims(())
-    found = claim_object(request.claim_token_format, request.claim_token)
+    found = claim_object(claim_token_format, claim_token, jwt_type)
     try:
         return read_pushed([found], client, verifiers, now, limits)
     except ClaimsError as error:
@@ -237,7 +265,8 @@ def _own_pct(storage: Storage, unverified_pct: str, client: Client, now: int) ->
     return pct
 
 
-def _own_rpt(storage: Storage, unverified_rpt: str, client: Client, now: int) -> Rpt:
+def own_rpt(storage: Storage, unverified_rpt: str, client: Client, now: int) -> Rpt:
+    """The client's own live RPT; InvalidGrant for any other token."""
     rpt = storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
     if rpt is None or not rpt.is_live(now) or rpt.client_id != client.client_id:
         raise InvalidGrant("The RPT is unknown, expired, revoked, or another client's.")
@@ -279,7 +308,7 @@ def _with_scopes(
     )
 
 
-def _granted(
+def grant_rpt(
     storage: Storage,
     now: int,
     client: Client,
@@ -291,6 +320,9 @@ def _granted(
     lifetimes: Lifetimes,
     rpt_key: bytes,
 ) -> Answer:
+    """200 with an RPT holding these permissions: `upgrading` (the client's own live RPT, sent as
+    `unverified_rpt`) with them added, else a new one of the client's for `party`; and a PCT
+    carrying `claims`, when there are any."""
     if upgrading is not None and unverified_rpt is not None:
         rpts.add_permissions(storage, now, upgrading, permissions, lifetimes)
         rpt, record = unverified_rpt, upgrading

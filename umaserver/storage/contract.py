@@ -296,6 +296,13 @@ class ResourceSets(Protocol):
 
     def find_resource_set(self, rs_id: str) -> ResourceSet | None: ...
 
+    def resource_sets_registered_by(
+        self, client_id: str, name: str | None, limit: int
+    ) -> list[ResourceSet]:
+        """At most `limit` of the sets this resource server registered, for any owner, oldest
+        first (ties by id); only those named exactly `name`, unless it is None."""
+        ...
+
     def replace_resource_set(
         self, rs_id: str, owner: str, client_id: str, description: dict[str, Any], updated_at: int
     ) -> bool:
@@ -457,10 +464,10 @@ class Permissions(Protocol):
         ...
 
     def permissions_for(
-        self, rpt_digest: str, owner: str, client_id: str, now: int
+        self, rpt_digest: str, owner: str | None, client_id: str, now: int
     ) -> list[Permission]:
-        """The RPT's unexpired permissions on sets of this owner registered by this resource
-        server, in the order they were issued."""
+        """The RPT's unexpired permissions on sets of this owner (None: of any owner) registered
+        by this resource server, in the order they were issued."""
         ...
 
     def permissions_on(self, rs_id: str) -> list[tuple[str, Permission]]:

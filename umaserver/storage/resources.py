@@ -54,6 +54,17 @@ class Resources(Handle):
             self._one("SELECT * FROM resource_sets WHERE id = ?", (rs_id,), lock="SHARE")
         )
 
+    def resource_sets_registered_by(
+        self, client_id: str, name: str | None, limit: int
+    ) -> list[ResourceSet]:
+        named = "" if name is None else " AND name = ?"
+        rows = self._all(
+            f"SELECT * FROM resource_sets WHERE client_id = ?{named}"  # noqa: S608 (no input)
+            " ORDER BY created_at, id LIMIT ?",
+            (client_id, limit) if name is None else (client_id, name, limit),
+        )
+        return [stored.resource_set(row) for row in rows]  # type: ignore[misc]  # never None
+
     def replace_resource_set(
         self, rs_id: str, owner: str, client_id: str, description: dict[str, Any], updated_at: int
     ) -> bool:

@@ -19,6 +19,11 @@ _PERMISSIONS_FOR = (
     " WHERE r.id = p.resource_set_id AND p.rpt_digest = ? AND r.owner = ? AND r.client_id = ?"
     " AND p.expires_at > ? ORDER BY p.issued_at, p.resource_set_id"
 )
+_PERMISSIONS_FOR_ANY_OWNER = (
+    "SELECT p.* FROM permissions AS p CROSS JOIN resource_sets AS r"
+    " WHERE r.id = p.resource_set_id AND p.rpt_digest = ? AND r.client_id = ?"
+    " AND p.expires_at > ? ORDER BY p.issued_at, p.resource_set_id"
+)
 
 
 class Tokens(Handle):
@@ -102,11 +107,14 @@ class Tokens(Handle):
         return [stored.permission(row) for row in rows]
 
     def permissions_for(
-        self, rpt_digest: str, owner: str, client_id: str, now: int
+        self, rpt_digest: str, owner: str | None, client_id: str, now: int
     ) -> list[Permission]:
-        rows = self._all(
-            _PERMISSIONS_FOR, (rpt_digest, owner, client_id, now), lock="NO KEY UPDATE OF p"
-        )
+        values: tuple[str | int, ...]
+        if owner is None:
+            statement, values = _PERMISSIONS_FOR_ANY_OWNER, (rpt_digest, client_id, now)
+        else:
+            statement, values = _PERMISSIONS_FOR, (rpt_digest, owner, client_id, now)
+        rows = self._all(statement, values, lock="NO KEY UPDATE OF p")
         return [stored.permission(row) for row in rows]
 
     def permissions_on(self, rs_id: str) -> list[tuple[str, Permission]]:

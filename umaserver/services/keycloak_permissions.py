@@ -1,0 +1,238 @@
+"""Keycloak's uma-ticket grant without a ticket (its realm face): the client names the resource
+server (`audience`, its client id) and the permissions it wants (`permission`), and the server
+decides them at once with the owners' rules, as Keycloak's token endpoint does.
+
+* A permission is Keycloak's `RES`, `RES#S1,S2` or `#S`; several may be joined by commas, as
+  python-keycloak sends them: a piece with `#` starts a resource, a piece without one is another
+  scope of the resource before it. `RES` is the `_id`, else the exact name, of a set that the
+  audience registered (none, or several of that name: 400 invalid_resource); `#S` is every set of
+  the audience that registers S; `RES` alone asks for every scope of the set.
+* Each (set, scopes) pair is decided by the one decision function with its owner's rules; a pair
+  that is not granted whole keeps the scopes granted one by one (Keycloak grants what it can).
+* `response_mode=decision`: `{"result": true}` when every pair is granted whole, else 403
+  access_denied. `response_mode=permissions`: the granted ones, as Keycloak lists them
+  (`rsid`, `rsname`, `scopes`), or 403 access_denied when there are none. Neither mints an RPT.
+  Without a response mode: an RPT holding what was granted (the client's `rpt` upgraded when it
+  sends its own), or 403 access_denied when nothing was.
+* `submit_request` (asking the owners) is accepted and answered as the denial it is for now: there
+  are no requests to owners yet.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..config import Lifetimes
+from ..errors import APIError, InvalidRequest, InvalidScope, echo
+from ..storage import Storage
+from ..storage.records import Claim, Client, RequestedPermission, ResourceSet, Rpt
+from .decision import RulesFor, Supplier, decide_ticket, owner_name
+from .uma_grant import Answer, grant_rpt, own_rpt
+
+log = logging.getLogger("umaserver.decisions")
+
+RESPONSE_MODES = ("decision", "permissions")
+# `#S` looks at this many of the audience's sets at most (oldest first).
+MAX_SETS_BY_SCOPE = 1000
+
+
+class InvalidResource(APIError):
+    """400 invalid_resource (Keycloak's): a permission names no set of the audience, or several."""
+
+    error = "invalid_resource"
+    description = "The resource is not one resource set of the audience."
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """One permission asked for: a resource (an `_id` or a name; None: every set of the audience
+    that registers the scopes) and scopes (none: every scope of the set)."""
+
+    resource: str | None
+    scopes: tuple[str, ...]
+
+
+def parse_permissions(values: Sequence[str]) -> list[Wanted]:
+    """Keycloak's `permission` parameters (repeatable, each perhaps several joined by commas)."""
+    found: list[tuple[str | None, list[str]]] = []
+    for value in values:
+        current: tuple[str | None, list[str]] | None = None
+        for piece in (piece.strip() for piece in value.split(",")):
+            if not piece:
+                continue
+            if "#" in piece:
+                resource, _, scope = piece.partition("#")
+                if not resource and not scope:
+                    raise InvalidRequest("permission: '#' names neither a resource nor a scope.")
+                current = (resource or None, [scope] if scope else [])
+                found.append(current)
+            elif current is None:
+                current = (piece, [])
+                found.append(current)
+            else:
+                current[1].append(piece)
+    if not found:
+        raise InvalidRequest("permission: name at least one resource or scope (RES#SCOPE).")
+    return [Wanted(resource, tuple(dict.fromkeys(scopes))) for resource, scopes in found]
+
+
+def resolve(storage: Storage, audience: str, wanted: Sequence[Wanted]) -> list[RequestedPermission]:
+    """The (set, scopes) pairs the permissions stand for, each set once (scopes merged, in the
+    order asked). Raises InvalidResource or InvalidScope."""
+    pairs: dict[str, list[str]] = {}
+    for item in wanted:
+        if item.resource is None:
+            sets = [
+                rs
+                for rs in storage.resource_sets_registered_by(audience, None, MAX_SETS_BY_SCOPE)
+                if all(scope in rs.scopes for scope in item.scopes)
+            ]
+            if not sets:
+                raise InvalidScope(
+                    f"permission: no resource set of {echo(audience)} registers"
+                    f" {', '.join(echo(s) for s in item.scopes)}."
+                )
+            for rs in sets:
+                pairs.setdefault(rs.id, []).extend(item.scopes)
+            continue
+        resource_set = _one_set(storage, audience, item.resource)
+        unknown = [scope for scope in item.scopes if scope not in resource_set.scopes]
+        if unknown:
+            raise InvalidScope(
+                f"permission: the scope {echo(unknown[0])} is not registered on the resource"
+                f" {echo(item.resource)}."
+            )
+        pairs.setdefault(resource_set.id, []).extend(item.scopes or resource_set.scopes)
+    return [RequestedPermission(rs_id, tuple(dict.fromkeys(s))) for rs_id, s in pairs.items()]
+
+
+def _one_set(storage: Storage, audience: str, resource: str) -> ResourceSet:
+    by_id = storage.find_resource_set(resource)
+    if by_id is not None and by_id.client_id == audience:
+        return by_id
+    named = storage.resource_sets_registered_by(audience, resource, 2)
+    if len(named) == 1:
+        return named[0]
+    several = "several resource sets" if named else "no resource set"
+    raise InvalidResource(
+        f"permission: {echo(resource)} is the id or name of {several} of {echo(audience)}."
+    )
+
+
+def decide_permissions(
+    storage: Storage,
+    rules: RulesFor,
+    client: Supplier,
+    party: str,
+    claims: Sequence[Claim],
+    pairs: Sequence[RequestedPermission],
+) -> tuple[list[tuple[ResourceSet, tuple[str, ...]]], bool]:
+    """What is granted of the pairs (each set's owner's rules deciding), and whether every pair
+    is granted whole."""
+    granted: list[tuple[ResourceSet, tuple[str, ...]]] = []
+    whole = True
+    for pair in pairs:
+        resource_set = storage.find_resource_set(pair.resource_set_id)
+        if resource_set is None:  # deleted since it was resolved
+            whole = False
+            continue
+        owner = owner_name(storage, resource_set.owner)
+        owned = rules(storage, owner)
+        asked = [pair.scopes, *((scope,) for scope in pair.scopes if len(pair.scopes) > 1)]
+        kept: list[str] = []
+        for scopes in asked:
+            request = [RequestedPermission(resource_set.id, scopes)]
+            decision = decide_ticket(storage, owned, owner, request, client, party, claims)
+            if decision.outcome == "grant":
+                kept.extend(scopes)
+                if scopes == pair.scopes:
+                    break  # granted whole
+        if tuple(kept) != pair.scopes:
+            whole = False
+        if kept:
+            granted.append((resource_set, tuple(dict.fromkeys(kept))))
+    return granted, whole
+
+
+def request_permissions(
+    storage: Storage,
+    rules: RulesFor,
+    client: Client,
+    supplier: Supplier,
+    *,
+    party: str,
+    claims: Sequence[Claim],
+    audience: str,
+    permissions: Sequence[str],
+    response_mode: str | None,
+    submit_request: bool,
+    unverified_rpt: str | None,
+    now: int,
+    lifetimes: Lifetimes,
+    rpt_key: bytes,
+) -> Answer:
+    """Keycloak's ticketless grant (see the module): `client` acts for `party` with `claims`."""
+    if response_mode is not None and response_mode not in RESPONSE_MODES:
+        raise InvalidRequest(
+            f"response_mode: {echo(response_mode)} is not one of {', '.join(RESPONSE_MODES)}."
+        )
+    wanted = parse_permissions(permissions)
+    with storage.transaction():
+        if storage.get_client(audience) is None:
+            raise InvalidRequest(f"audience: {echo(audience)} is no client of this server.")
+        pairs = resolve(storage, audience, wanted)
+        upgrading = own_rpt(storage, unverified_rpt, client, now) if unverified_rpt else None
+        granted, whole = decide_permissions(storage, rules, supplier, party, claims, pairs)
+        answer = _answer(
+            storage, client, party, granted, whole, response_mode, submit_request, upgrading,
+            unverified_rpt, now, lifetimes, rpt_key,
+        )  # fmt: skip
+    log.info(
+        "decision=%s grant=uma-ticket form=keycloak audience=%s resource_sets=%s client=%s"
+        " response_mode=%s",
+        "grant" if answer.status == 200 else "deny",
+        audience,
+        ",".join(pair.resource_set_id for pair in pairs),
+        client.client_id,
+        response_mode or "-",
+    )
+    return answer
+
+
+def _answer(
+    storage: Storage,
+    client: Client,
+    party: str,
+    granted: list[tuple[ResourceSet, tuple[str, ...]]],
+    whole: bool,
+    response_mode: str | None,
+    submit_request: bool,
+    upgrading: Rpt | None,
+    unverified_rpt: str | None,
+    now: int,
+    lifetimes: Lifetimes,
+    rpt_key: bytes,
+) -> Answer:
+    if submit_request and not whole:
+        # Keycloak files a request to the owners; until there are such requests here, it is
+        # the denial it would be without one.
+        return _access_denied("request_submitted")
+    if response_mode == "decision":
+        return Answer(200, {"result": True}) if whole else _access_denied("not_authorized")
+    if not granted:
+        return _access_denied("not_authorized")
+    if response_mode == "permissions":
+        return Answer(
+            200,
+            [{"rsid": rs.id, "rsname": rs.label, "scopes": list(scopes)} for rs, scopes in granted],
+        )
+    permissions = [RequestedPermission(rs.id, scopes) for rs, scopes in granted]
+    return grant_rpt(
+        storage, now, client, party, upgrading, unverified_rpt, permissions, (), lifetimes, rpt_key
+    )
+
+
+def _access_denied(description: str) -> Answer:
+    return Answer(403, {"error": "access_denied", "error_description": description})
