@@ -5,6 +5,7 @@ policy methods and permissions_check)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -153,3 +154,18 @@ def test_introspect_an_rpt(world: World) -> None:
     assert [p["resource_id"] for p in answer["permissions"]] == [world.sets["Shared"]]
     with pytest.raises(KeycloakAuthenticationError):
         world.openid(world.rs_id, "wrong secret").introspect(rpt)
+
+
+def test_the_readmes_example_works_as_written(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from .conftest import ROOT
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Instead of Keycloak in your tests", 1)[1].split("\n## ", 1)[0]
+    (example,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    # Only what differs: the address, the resource server, and a set open to anyone here.
+    example = example.replace("http://127.0.0.1:8080", world.server.url)
+    example = example.replace('"Photos#view"', '"Shared#view"')
+    exec(example, {"RS_ID": world.rs_id, "RS_SECRET": world.rs_secret, "person_token": world.bob})  # noqa: S102
+    assert capsys.readouterr().out == "True\n"
