@@ -98,7 +98,7 @@ def site(tmp_path: Path, postgres_cluster: PostgresCluster) -> Iterator[Site]:
                     requests.get(url + "/healthz", timeout=1).status_code == 200
                     for url in site.urls
                 )
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not up yet, or still busy
                 return False
 
         wait_until(healthy, timeout=60, message="the servers did not start")
@@ -335,7 +335,7 @@ def test_the_readmes_gunicorn_recipe_serves_beside_the_other_processes(
             assert gunicorn.poll() is None, log_path.read_text(encoding="utf-8")
             try:
                 return requests.get(url + "/healthz", timeout=1).status_code == 200
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):  # not up yet, or still busy
                 return False
 
         wait_until(healthy, timeout=60, message="gunicorn did not start")
