@@ -352,3 +352,34 @@ def test_realm_revocation_and_authorization_are_the_standard_ones(realm: Realm) 
     reply = realm.http.get(f"{OIDC}/auth?client_id=x&response_type=code")
     assert reply.status_code == 302
     assert reply.headers["Location"] == "http://uma.test/authorize?client_id=x&response_type=code"
+
+
+def test_a_jwt_claim_token_needs_the_push_type_like_any_claim(realm: Realm, store: Store) -> None:
+    plain_id, _ = make_uma2_client(store, "No pushing", ())
+    carol = make_party(store, "carol", "uma_authorization", client_id=plain_id)
+    doctor = jwt_claims({"role": ["doctor"]})
+    status, body = realm.ask("Photos#view", bearer=carol.token, response_mode="decision", **doctor)
+    assert (status, body["error"]) == (400, "invalid_request")
+    assert EMPLOYEE in body["error_description"]
+    # Not a JSON object: named.
+    bad = {**doctor, "claim_token": "bm90IGpzb24"}
+    status, body = realm.ask("Photos#view", response_mode="decision", **bad)
+    assert (status, body["error"]) == (400, "invalid_request")
+    assert "base64url of a JSON object" in body["error_description"]
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        ({"audience": "no-such-client", "permission": "Shared#view"}, "audience"),
+        ({"audience": "", "permission": "Shared#view"}, "ticket"),
+        ({"response_mode": "everything", "permission": "Shared#view"}, "response_mode"),
+        ({"audience": ["a", "b"], "permission": "Shared#view"}, "more than once"),
+        ({"permission": "Shared#view", "client_secret": "x"}, "not both"),
+        ({"permission": "Shared#view", "rpt": "not-an-rpt"}, "RPT"),
+    ],
+)
+def test_bad_keycloak_requests_are_named(realm: Realm, data: dict[str, Any], error: str) -> None:
+    base = {"grant_type": UMA_TICKET, "audience": realm.rs.client_id}
+    status, body = realm.token({**base, **data}, realm.bob.token)
+    assert status == 400 and error in body["error_description"], body

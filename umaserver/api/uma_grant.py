@@ -110,7 +110,7 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
         jwt_type = config.keycloak.claim_token_type if keycloak else None
         now = uma.clock.now()
         if not form.get("ticket"):
-            pushed = uma_grant.read_claim_token(
+            pushed = keycloak_permissions.read_claims(
                 optional["claim_token"],
                 optional["claim_token_format"],
                 client,

@@ -24,12 +24,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..config import Lifetimes
-from ..errors import APIError, InvalidRequest, InvalidScope, echo
+from ..claims.model import ClaimsError, ClaimsUnavailable, VerifiedClaims, Verifiers
+from ..config import Lifetimes, Limits
+from ..errors import APIError, InvalidRequest, InvalidScope, TemporarilyUnavailable, echo
 from ..storage import Storage
 from ..storage.records import Claim, Client, RequestedPermission, ResourceSet, Rpt
 from .decision import RulesFor, Supplier, decide_ticket, owner_name
-from .uma_grant import Answer, grant_rpt, own_rpt
+from .uma_grant import Answer, grant_rpt, own_rpt, read_claim_token
 
 log = logging.getLogger("umaserver.decisions")
 
@@ -52,6 +53,30 @@ class Wanted:
 
     resource: str | None
     scopes: tuple[str, ...]
+
+
+def read_claims(
+    claim_token: str | None,
+    claim_token_format: str | None,
+    client: Client,
+    verifiers: Verifiers,
+    now: int,
+    limits: Limits,
+    jwt_type: str | None,
+) -> VerifiedClaims:
+    """The claim token's claims, verified as the uma-ticket grant reads them (the same trust
+    rules); 400 invalid_request naming why one is refused, 503 while an issuer's keys are not
+    known yet. Without a ticket there is no replay memory to record an ID token's use in."""
+    try:
+        return read_claim_token(
+            claim_token, claim_token_format, client, verifiers, now, limits, jwt_type
+        )
+    except ClaimsUnavailable as error:
+        raise TemporarilyUnavailable(
+            error.description, headers={"Retry-After": str(error.retry_after)}
+        ) from None
+    except ClaimsError as error:
+        raise InvalidRequest(error.description) from None
 
 
 def parse_permissions(values: Sequence[str]) -> list[Wanted]:
