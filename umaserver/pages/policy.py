@@ -121,6 +121,14 @@ class RuleView:
     scopes: tuple[str, ...]
     coverage: str
     conditions: tuple[ConditionView, ...]
+    # The clients it holds for, each as its name and id ("Viewer (abc)"), or its id when unknown;
+    # empty: any client.
+    clients: tuple[str, ...] = ()
+
+
+def _client_label(client_id: str) -> str:
+    client = storage().get_client(client_id)
+    return f"{client.name} ({client_id})" if client is not None and client.name else client_id
 
 
 def _rule_view(rule: Rule) -> RuleView:
@@ -132,6 +140,7 @@ def _rule_view(rule: Rule) -> RuleView:
         conditions=tuple(
             ConditionView(c.claim, c.description, c.sources(), c.hint) for c in rule.conditions
         ),
+        clients=tuple(_client_label(client_id) for client_id in sorted(rule.clients or ())),
     )
 
 

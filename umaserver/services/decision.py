@@ -116,6 +116,8 @@ def decide_access(rules: RuleSet, request: AccessRequest) -> Decision:
         claims=request.claims,
         can_supply=request.client.can_supply,
         can_gather=request.client.can_gather,
+        # `any_client` stands for no client in particular: a rule listing clients is not for it.
+        client_id=None if request.client.client_id == ANY_CLIENT_ID else request.client.client_id,
     )
 
 
