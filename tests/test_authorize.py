@@ -211,6 +211,26 @@ def test_the_consent_page_names_the_client_the_scope_and_the_person(
     assert page.headers["X-Frame-Options"] == "DENY"
 
 
+def test_the_consent_page_says_what_the_app_acts_with(
+    world: World, http: FlaskClient, store: Store
+) -> None:
+    world.sign_in()
+    text = http.get(world.url(scope="uma_authorization")).text
+    # alice's account has no attributes: her username only.
+    assert "it acts as you: this server tells the owners' rules your username" in text
+    assert "<strong>alice</strong>." in text and "your roles" not in text
+    assert "your groups" not in text and "e-mail" not in text
+    claims = {"roles": ["editor", "admin"], "groups": "research", "email": "dora@example.com"}
+    make_person(store, "dora", secrets_at_rest.hash_password("dora's password"), claims)
+    assert sign_in(http, "dora", "dora's password").status_code == 303
+    text = http.get(world.url(scope="uma_authorization")).text
+    assert (
+        "your username <strong>dora</strong>, your e-mail address"
+        ' <strong>dora@example.com</strong>, your roles <strong class="role">editor</strong>,'
+        ' <strong class="role">admin</strong>, your groups <strong class="group">research</strong>.'
+    ) in text
+
+
 def test_the_consent_page_shows_the_client_uri_as_unverified_text(
     http: FlaskClient, store: Store
 ) -> None:

@@ -97,6 +97,23 @@ def decide(browser: WebDriver, decision: str) -> None:
     browser.find_element(By.CSS_SELECTOR, f"button[name=decision][value={decision}]").click()
 
 
+def test_the_consent_page_says_the_app_acts_with_the_persons_username_roles_and_groups(
+    server: LiveServer, browser: WebDriver, shots: Screenshots
+) -> None:
+    server.command(
+        "user", "create", "dora", "--password-stdin",
+        "--claim", 'roles=["editor", "admin"]', "--claim", "groups=research",
+        input="dora's password\n",
+    )  # fmt: skip
+    app = App(server, "Photo Viewer", "uma_authorization")
+    sign_in_and_see_consent(browser, shots, app, "dora", "ask for access on your behalf")
+    said = browser.find_element(By.CSS_SELECTOR, "p.account-claims").text
+    assert said == (
+        "When it asks for access, it acts as you: this server tells the owners' rules your"
+        " username dora, your roles editor, admin, your groups research."
+    )
+
+
 def test_an_owner_consents_and_the_resource_server_registers_a_resource_set(
     server: LiveServer, browser: WebDriver, shots: Screenshots
 ) -> None:

@@ -343,6 +343,23 @@ def test_registration_token_issue_prints_the_token_once(
             1,
             "gathered by this server",
         ),
+        (
+            [
+                "client",
+                "create",
+                "--name",
+                "x",
+                "--push-claims",
+                "urn:umaserver:claim-type:account",
+            ],
+            1,
+            "this server's own word about a person's account: no client pushes",
+        ),
+        (
+            ["registration-token", "issue", "--push-claims", "urn:umaserver:claim-type:account"],
+            1,
+            "this server's own word about a person's account: no client pushes",
+        ),
         (["client", "create"], 2, "Missing option '--name'"),
         (["user", "create", "bad name"], 1, "no white space"),
         (["user", "create", "u", "--claim", "novalue"], 1, "NAME=VALUE"),

@@ -124,6 +124,14 @@ def test_coverage(coverage: dict[str, str], toml: str) -> None:
     assert made == file_rule(f'scopes = ["view"]\n{toml}')
 
 
+def test_clients_are_space_separated_ids() -> None:
+    made = rule_from_form(
+        "alice", RS_ID, form(scopes="view", coverage="all", clients=" app-1  app-2 app-1 "), "o-x"
+    )
+    assert made == file_rule('scopes = ["view"]\nclients = ["app-1", "app-2"]')
+    assert rule_from_form("alice", RS_ID, form(scopes="view", clients=" ")).clients is None
+
+
 @pytest.mark.parametrize(
     ("operator", "text", "operand"),
     [
@@ -139,6 +147,7 @@ def test_coverage(coverage: dict[str, str], toml: str) -> None:
         ("contains", "7", 7),
         ("one_of", '["a", "b"]', ["a", "b"]),
         ("one_of", "[1, true]", [1, True]),
+        ("contains_any", '["editor", "admin"]', ["editor", "admin"]),
         ("prefix", "42", "42"),
         ("suffix", "@example.com", "@example.com"),
         ("regex", "[0-9]+", "[0-9]+"),
@@ -176,6 +185,8 @@ FIELD_ERRORS: list[tuple[Form, str, str | None]] = [
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="types"), "conditions-0-operator", None),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value="a"), "conditions-0-value", CONDITION + 'one_of = "a"'),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value="[]"), "conditions-0-value", CONDITION + "one_of = []"),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="contains_any", conditions_0_value="editor"), "conditions-0-value", CONDITION + 'contains_any = "editor"'),
+    (form(scopes="view", clients=["a", "b"]), "clients", None),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="prefix"), "conditions-0-value", CONDITION + 'prefix = ""'),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="suffix", conditions_0_value=""), "conditions-0-value", CONDITION + 'suffix = ""'),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="regex", conditions_0_value="(a"), "conditions-0-value", CONDITION + "regex = '(a'"),
@@ -242,6 +253,9 @@ ROUND_TRIPS = [
     CONDITION + 'contains = "doctor"\nhint = "Your role"',
     CONDITION + 'one_of = ["a", 1, true]\ntypes = ["t2", "t1"]\nissuers = ["https://i"]',
     CONDITION + 'prefix = "42"',
+    SCOPE
+    + 'clients = ["app-2", "app-1"]\n[[conditions]]\nclaim = "roles"\ncontains_any = ["a", "b"]',
+    SCOPE + 'clients = ["app-1"]',
     CONDITION + 'suffix = "\\"x\\""',
     CONDITION + "regex = '[a-z]+'",
     CONDITION + "exists = true\n" + '[[conditions]]\nclaim = "d"\nequals = "ü"',

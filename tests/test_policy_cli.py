@@ -458,3 +458,42 @@ def test_turned_off_explain_leaves_the_owners_rules_out(
     assert answer["decision"] == "need_claims"
     assert [verdict["rule"] for verdict in answer["explanation"]] == ["doctors"]
     assert cli.json("policy", "check")["owner_rules_enabled"] is False
+
+
+EDITORS_THROUGH = """
+[[rules]]
+id = "editors"
+owner = "alice"
+scopes = ["view"]
+clients = ["CLIENT"]
+[[rules.conditions]]
+claim = "roles"
+contains_any = ["editor", "admin"]
+types = ["urn:umaserver:claim-type:account"]
+"""
+
+
+def test_explain_a_requesting_partys_account_claims_and_the_rules_clients(
+    cli: CLI, config_path: Path, tmp_path: Path, photos: str
+) -> None:
+    viewer = cli.json("client", "create", "--name", "Viewer")["client_id"]
+    signed_in_rules(config_path, EDITORS_THROUGH.replace("CLIENT", viewer))
+    person(cli, "bob", 'roles=["viewer", "admin"]')
+    person(cli, "carol", "roles=viewer")
+    asked = ["--requesting-party", "bob", "--client", viewer]
+    answer = json.loads(explain(cli, tmp_path, photos, [], *asked).stdout)
+    assert answer["decision"] == "grant"
+    assert answer["explanation"][0]["reasons"] == [
+        "condition 0 on 'roles' holds: an accepted claim contains at least one of 'editor',"
+        " 'admin'",
+        "grants 'view'",
+    ]
+    asked[1] = "carol"
+    answer = json.loads(explain(cli, tmp_path, photos, [], *asked).stdout)
+    assert (answer["decision"], answer["need_claims"]) == ("deny", [])
+    # Without a client named, a rule for some clients only does not hold, and says why.
+    answer = json.loads(explain(cli, tmp_path, photos, [], "--requesting-party", "bob").stdout)
+    assert answer["decision"] == "deny"
+    assert answer["explanation"][0]["reasons"][0] == (
+        f"holds only for the clients {viewer!r}: no acting client was named"
+    )

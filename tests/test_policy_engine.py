@@ -152,6 +152,44 @@ COLLEAGUE = 'claim = "email"\nsuffix = "@example.com"'
         ("regex = 'S-[0-9]{4}'", 42, False, "fully matches the pattern 'S-[0-9]{4}'"),
         ("regex = 'd.ctor'", "döctor", True, "fully matches the pattern 'd.ctor'"),
         ("regex = 'd.ctor'", "d\ud800ctor", False, "fully matches the pattern 'd.ctor'"),
+        (
+            'contains_any = ["editor", "admin"]',
+            ["viewer", "admin"],
+            True,
+            "contains at least one of 'editor', 'admin'",
+        ),
+        (
+            'contains_any = ["editor", "admin"]',
+            "editor",
+            True,
+            "contains at least one of 'editor', 'admin'",
+        ),
+        (
+            'contains_any = ["editor", "admin"]',
+            ["viewer"],
+            False,
+            "contains at least one of 'editor', 'admin'",
+        ),
+        (
+            'contains_any = ["editor", "admin"]',
+            [],
+            False,
+            "contains at least one of 'editor', 'admin'",
+        ),
+        (
+            'contains_any = ["editor", "admin"]',
+            "editors",
+            False,
+            "contains at least one of 'editor', 'admin'",
+        ),
+        (
+            'contains_any = ["editor", "admin"]',
+            [["editor"]],
+            False,
+            "contains at least one of 'editor', 'admin'",
+        ),
+        ('contains_any = [1, "a"]', [True, "b"], False, "contains at least one of 1, 'a'"),
+        ('contains_any = [1, "a"]', [2, 1.0], True, "contains at least one of 1, 'a'"),
     ],
 )
 def test_operator(operator: str, value: Any, holds: bool, said: str) -> None:
@@ -168,6 +206,58 @@ def test_operator(operator: str, value: Any, holds: bool, said: str) -> None:
         assert decision.rule_ids == ()
         assert reasons(decision) == {"r": [f"condition 0 on 'c' failed: no accepted claim {said}"]}
     assert decision.explain()[0].holds is holds
+
+
+# -- a rule's clients ---------------------------------------------------------------------------
+
+
+def ask_as(client_id: str | None, text: str, claims: Iterable[Claim] = ()) -> Decision:
+    return decide(
+        parse_rules(text),
+        owner="alice",
+        resource_set=XRAY,
+        scopes=("view",),
+        claims=list(claims),
+        can_supply=SUPPLY,
+        client_id=client_id,
+    )
+
+
+ONLY_APP = rule("r", DOCTOR).replace(
+    "[[rules.conditions]]", 'clients = ["app-1", "app-2"]\n[[rules.conditions]]'
+)
+
+
+def test_a_rule_listing_clients_holds_only_for_those() -> None:
+    doctor = [claim("role", ["doctor"])]
+    assert ask_as("app-2", ONLY_APP, doctor).outcome == "grant"
+    other = ask_as("other", ONLY_APP, doctor)
+    # No claim makes it hold for another client: deny, not need_claims.
+    assert other.outcome == "deny"
+    assert reasons(other)["r"] == [
+        "holds only for the clients 'app-1', 'app-2': the acting client 'other' is not one of them",
+        "condition 0 on 'role' holds: an accepted claim contains 'doctor'",
+    ]
+    assert ask_as("other", ONLY_APP).outcome == "deny"
+    assert ask_as("app-1", ONLY_APP).outcome == "need_claims"
+    unnamed = ask_as(None, ONLY_APP, doctor)
+    assert unnamed.outcome == "deny"
+    assert reasons(unnamed)["r"][0] == (
+        "holds only for the clients 'app-1', 'app-2': no acting client was named"
+    )
+
+
+def test_a_rule_listing_clients_without_conditions() -> None:
+    text = rule("r") + 'clients = ["app-1"]\n'
+    granted = ask_as("app-1", text)
+    assert granted.outcome == "grant"
+    assert reasons(granted)["r"] == [
+        "has no conditions, so it holds for anyone through the clients it lists",
+        "grants 'view'",
+    ]
+    assert ask_as("app-2", text).outcome == "deny"
+    # Another rule can still grant to the other client.
+    assert ask_as("app-2", text + rule("s")).outcome == "grant"
 
 
 def test_a_catastrophic_backtracking_pattern_runs_in_linear_time() -> None:
@@ -785,6 +875,10 @@ FILE_ERRORS = [
     (BASE.replace('"r"', "5"), "rules[0].id: must be a non-empty string"),
     (BASE.replace('"alice"', '["alice"]'), "rules[0].owner: must be a non-empty string"),
     (BASE.replace('["view"]', "[]"), "rules[0].scopes: must be a non-empty array of non-empty strings"),
+    (BASE + "clients = []", "rules[0].clients: must be a non-empty array of non-empty strings"),
+    (BASE + 'clients = "app"', "rules[0].clients: must be a non-empty array of non-empty strings"),
+    (CONDITION + 'claim = "r"\ncontains_any = "a"', "rules[0].conditions[0].contains_any: must be a non-empty array of JSON values"),
+    (CONDITION + 'claim = "r"\ncontains_any = []', "rules[0].conditions[0].contains_any: must be a non-empty array of JSON values"),
     (BASE.replace('["view"]', '["view", ""]'), "rules[0].scopes: must be a non-empty array of non-empty strings"),
     (BASE.replace('["view"]', '"view"'), "rules[0].scopes: must be a non-empty array of non-empty strings"),
     (BASE + "description = 1", "rules[0].description: must be a string"),
@@ -806,8 +900,8 @@ FILE_ERRORS = [
     (CONDITION + 'claim = "role"\nstarts_with = "d"', "rules[0].conditions[0]: unknown operator 'starts_with'"),
     (
         CONDITION + 'claim = "role"',
-        "rules[0].conditions[0]: missing an operator, one of equals, one_of, contains, prefix,"
-        " suffix, exists, regex",
+        "rules[0].conditions[0]: missing an operator, one of equals, one_of, contains, contains_any,"
+        " prefix, suffix, exists, regex",
     ),
     (
         CONDITION + 'claim = "role"\nequals = "a"\nprefix = "a"',
@@ -881,6 +975,8 @@ def test_a_file_may_not_use_the_ids_of_owners_rules() -> None:
         '[[rules.conditions]]\nclaim = "n"\none_of = [1, "1", {a = [true]}]\nissuers = ["i"]\n'
         '[[rules.conditions]]\nclaim = "e"\nexists = true\n'
         "[[rules.conditions]]\nclaim = \"r\"\nregex = 'a.*'\n",
+        BASE + 'clients = ["c2", "c1"]\n[[rules.conditions]]\nclaim = "roles"\n'
+        'contains_any = ["a", 1]\ntypes = ["urn:umaserver:claim-type:account"]\n',
     ],
 )
 def test_a_rule_table_reads_back_as_the_same_rule(text: str) -> None:

@@ -20,6 +20,7 @@ from .api import (
     discovery,
     health,
     introspection,
+    keycloak_policies,
     keycloak_realm,
     metadata,
     openapi,
@@ -147,6 +148,10 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     if config.keycloak.realm is not None:
         # Keycloak's URL layout for one realm: a second face over the same services.
         app.register_blueprint(keycloak_realm.bp, url_prefix=f"/realms/{config.keycloak.realm}")
+        # Keycloak's user-managed policy API on the realm face.
+        app.register_blueprint(
+            keycloak_policies.bp, url_prefix=f"/realms/{config.keycloak.realm}/authz/protection"
+        )
     # The pages for people (home, sign-in): HTML, their own headers and error pages.
     pages.init_app(app)
     untrusted.init_app(app)

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from .claim_issuers_config import oidc_issuer, saml_idp
+from .claims.model import ACCOUNT_CLAIM_TYPE
 from .claims.oidc_issuers import OidcIssuer
 from .claims.saml import SamlIdp
 from .storage import Database, PostgreSQLSettings, is_postgresql
@@ -135,7 +136,6 @@ class FetchSettings:
     allow_loopback: bool = False
 
 
-ACCOUNT_CLAIM_TYPE = "urn:umaserver:claim-type:account"
 RPT_FORMATS = ("opaque", "jwt")
 JWT_ALGORITHMS = ("RS256", "ES256")
 

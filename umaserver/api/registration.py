@@ -22,7 +22,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from ..claims.model import REDIRECT_TYPE
+from ..claims.model import ACCOUNT_CLAIM_TYPE, ACCOUNT_NOT_PUSHED, REDIRECT_TYPE
 from ..error_responses import json_response
 from ..errors import InvalidRequest, InvalidToken, MissingToken, echo
 from ..fetching import running
@@ -88,6 +88,8 @@ def _allowed_push_types() -> tuple[str, ...]:
 
 
 def _checked(settings: ClientSettings, allowed: tuple[str, ...], who: str) -> ClientSettings:
+    if ACCOUNT_CLAIM_TYPE in settings.push_claim_types:
+        raise InvalidClientMetadata(f"uma_push_claim_types: {ACCOUNT_NOT_PUSHED}.")
     beyond = [name for name in settings.push_claim_types if name not in allowed]
     if beyond:
         raise InvalidClientMetadata(

@@ -26,6 +26,7 @@ from flask import request as flask_request
 from ..errors import InvalidToken
 from ..runtime import runtime
 from ..services import keycloak_permissions, uma_grant
+from ..services.account_claims import account_claims
 from ..services.accounts import find_access_token
 from ..services.decision import Supplier, sign_in_providers
 from ..storage.per_request import storage
@@ -109,6 +110,14 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
         keycloak = keycloak_request()
         jwt_type = config.keycloak.claim_token_type if keycloak else None
         now = uma.clock.now()
+        # The person whose token the client acts with: this server's word about their account.
+        account = (
+            account_claims(
+                storage(), person.user_sub, config.issuer, client_id=client.client_id, now=now
+            )
+            if person is not None and person.user_sub is not None
+            else []
+        )
         if not form.get("ticket"):
             pushed = keycloak_permissions.read_claims(
                 optional["claim_token"],
@@ -127,7 +136,7 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 party=person.user_sub
                 if person and person.user_sub
                 else f"client:{client.client_id}",
-                claims=pushed.claims,
+                claims=[*pushed.claims, *account],
                 audience=form["audience"],
                 permissions=flask_request.form.getlist("permission"),
                 response_mode=form.get("response_mode") or None,
@@ -151,6 +160,7 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 server_issuer=config.issuer,
                 sign_in_providers=sign_in_providers(config.oidc_issuers),
                 person=person.user_sub if person else None,
+                account=account,
                 jwt_type=jwt_type,
             )
         return answer.status, answer.body, [("Cache-Control", "no-store"), ("Pragma", "no-cache")]

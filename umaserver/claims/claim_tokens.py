@@ -21,7 +21,14 @@ import json
 import re
 from typing import Any
 
-from .model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE, ClaimsError
+from .model import (
+    ACCOUNT_CLAIM_TYPE,
+    ACCOUNT_NOT_PUSHED,
+    OIDC_TYPE,
+    REDIRECT_TYPE,
+    SAML_TYPE,
+    ClaimsError,
+)
 
 ID_TOKEN_FORMATS = (
     "http://openid.net/specs/openid-connect-core-1_0.html#IDToken",
@@ -40,7 +47,7 @@ def format_of(claim_type: str) -> str | None:
         return ID_TOKEN_FORMATS[0]
     if claim_type == SAML_TYPE:
         return SAML2_FORMAT
-    if claim_type == REDIRECT_TYPE:
+    if claim_type in (REDIRECT_TYPE, ACCOUNT_CLAIM_TYPE):
         return None
     return claim_type
 
@@ -60,6 +67,8 @@ def claim_object(
             f"claim_token_format: claims of type {REDIRECT_TYPE} are gathered by this server, not"
             " sent: send the person to the claims_interaction_endpoint"
         )
+    if claim_token_format == ACCOUNT_CLAIM_TYPE:
+        raise ClaimsError(f"claim_token_format: {ACCOUNT_NOT_PUSHED}")
     try:
         value = json.loads(_decode(claim_token))
     except (ValueError, UnicodeDecodeError):

@@ -38,6 +38,14 @@ class ClaimsUnavailable(ClaimsError):
 OIDC_TYPE = "claim-client-claims-oidc-1.0"
 SAML_TYPE = "claim-client-assertion-saml-1.0"
 REDIRECT_TYPE = "claim-client-redirect-1.0"
+# Account claims: this server's own word about the person a request's token was issued to
+# (`services.account_claims`). No client pushes them, sends them as a claim token, or is asked for
+# them; they are never gathered by redirect.
+ACCOUNT_CLAIM_TYPE = "urn:umaserver:claim-type:account"
+ACCOUNT_NOT_PUSHED = (
+    f"{ACCOUNT_CLAIM_TYPE} is this server's own word about a person's account: no client pushes"
+    " claims of that type"
+)
 
 
 class Verifiers(Protocol):
@@ -137,6 +145,8 @@ def read_claim_objects(
     for index, claim_object in enumerate(unverified):
         claim_type = claim_object["type"]
         value = claim_object["value"]
+        if claim_type == ACCOUNT_CLAIM_TYPE:
+            raise ClaimsError(f"claims[{index}]: {ACCOUNT_NOT_PUSHED}")
         if claim_type == REDIRECT_TYPE:
             # The redirect profile's claims are gathered by this server itself, not pushed.
             raise ClaimsError(
@@ -190,10 +200,11 @@ def suppliable(
 ) -> frozenset[tuple[str, str]]:
     """The (claim type, issuer) pairs this client can supply: its own word for plain types and
     plain OIDC claims, and the configured third parties for verified ones. Never the redirect
-    profile's type: this server gathers those claims itself."""
+    profile's type (this server gathers those claims itself) nor the account claims' (this server
+    vouches for those itself)."""
     pairs: set[tuple[str, str]] = set()
     for claim_type in push_types:
-        if claim_type == REDIRECT_TYPE:
+        if claim_type in (REDIRECT_TYPE, ACCOUNT_CLAIM_TYPE):
             continue
         if claim_type != SAML_TYPE:
             pairs.add((claim_type, client_id))

@@ -12,7 +12,7 @@ import click
 
 from .. import secrets_at_rest
 from ..api.bearer import SCOPE_ALIASES
-from ..claims.model import REDIRECT_TYPE
+from ..claims.model import ACCOUNT_CLAIM_TYPE, ACCOUNT_NOT_PUSHED, REDIRECT_TYPE
 from ..services import accounts, clients, identity_links
 from . import CLOCK, _config, _store, emit, fail, main
 
@@ -104,6 +104,8 @@ def client_create(
             fail("A claim type must not be empty.")
         if claim_type == REDIRECT_TYPE:
             fail(f"{REDIRECT_TYPE} is gathered by this server, not pushed by a client.")
+        if claim_type == ACCOUNT_CLAIM_TYPE:
+            fail(f"{ACCOUNT_NOT_PUSHED}.")
     claims_uris = tuple(_check_redirect_uri(uri) for uri in claims_redirect_uris)
     if not grant_types:
         grant_types = () if public else ("client_credentials", clients.UMA_TICKET)
@@ -203,6 +205,8 @@ def registration_token_issue(
             fail("A claim type must not be empty.")
         if claim_type == REDIRECT_TYPE:
             fail(f"{REDIRECT_TYPE} is gathered by this server, not pushed by a client.")
+        if claim_type == ACCOUNT_CLAIM_TYPE:
+            fail(f"{ACCOUNT_NOT_PUSHED}.")
     allowed = tuple(dict.fromkeys(push_types))
     token = clients.issue_initial_access_token(_store(ctx), CLOCK.now(), allowed, expires_in)
     emit(

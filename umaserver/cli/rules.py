@@ -97,7 +97,8 @@ def policy_check(ctx: click.Context, file: str | None) -> None:
     metavar="USERNAME",
     help=(
         "A local user as the requesting party, signed in here: their attributes count as claims"
-        " gathered by redirect (claim-client-redirect-1.0, vouched for by this server), and the"
+        " gathered by redirect (claim-client-redirect-1.0, vouched for by this server), their"
+        " account claims (urn:umaserver:claim-type:account) count as with their AAT, and the"
         " client is supposed able to redirect them to sign in (here or at a configured provider)."
         " Without it, no person is supposed behind the request."
     ),

@@ -31,6 +31,7 @@ from ..api.code_grants import OAuthClient
 from ..api.token import authorization_error_redirect, authorization_server
 from ..runtime import runtime
 from ..services import consents
+from ..services.account_claims import account_values
 from ..storage.per_request import storage
 from ..storage.records import Client, User
 from . import csrf, sessions
@@ -166,5 +167,8 @@ def authorize() -> BaseResponse:
         client_uri=client.metadata.get("client_uri"),
         scopes=scope_words(scope),
         user=user,
+        # What this server tells owners' rules about the person when the app asks for access for
+        # them (account claims): said before the person allows it.
+        account=account_values(user),
         action=request.full_path,
     )

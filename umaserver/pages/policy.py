@@ -121,9 +121,18 @@ class RuleView:
     scopes: tuple[str, ...]
     coverage: str
     conditions: tuple[ConditionView, ...]
+    # The clients it holds for, each as its name and id ("Viewer (abc)"), or its id when unknown;
+    # empty: any client.
+    clients: tuple[str, ...] = ()
+    name: str | None = None  # a rule made through Keycloak's policy API has one
 
 
-def _rule_view(rule: Rule) -> RuleView:
+def _client_label(client_id: str) -> str:
+    client = storage().get_client(client_id)
+    return f"{client.name} ({client_id})" if client is not None and client.name else client_id
+
+
+def _rule_view(rule: Rule, name: str | None = None) -> RuleView:
     return RuleView(
         id=rule.id,
         description=rule.description,
@@ -132,6 +141,8 @@ def _rule_view(rule: Rule) -> RuleView:
         conditions=tuple(
             ConditionView(c.claim, c.description, c.sources(), c.hint) for c in rule.conditions
         ),
+        clients=tuple(_client_label(client_id) for client_id in sorted(rule.clients or ())),
+        name=name,
     )
 
 
@@ -217,7 +228,7 @@ def _render_set(
         if rule.resource_sets.covers(ref)
     ]
     own = [
-        _rule_view(found.rule)
+        _rule_view(found.rule, found.name)
         for found in owner_rules.owner_rules(store, user.username)
         if found.rule.resource_sets.covers(ref)
     ]
@@ -303,10 +314,10 @@ def add_rule(rs_id: str) -> BaseResponse:
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
-def _own_rule(user: User, rule_id: str) -> Rule:
+def _own_rule(user: User, rule_id: str) -> owner_rules.OwnerRule:
     for found in owner_rules.owner_rules(storage(), user.username):
         if found.rule.id == rule_id:
-            return found.rule
+            return found
     abort(404)
 
 
@@ -331,7 +342,7 @@ def edit_rule_page(rs_id: str, rule_id: str) -> BaseResponse:
     _check_editing()
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
-    rule = _own_rule(user, rule_id)
+    rule = _own_rule(user, rule_id).rule
     fields = owner_rule_form.form_from_rule(rule, resource_set.id)
     return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
 
@@ -343,7 +354,7 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
     _check_editing()
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
-    _own_rule(user, rule_id)
+    existing = _own_rule(user, rule_id)
     fields = _rule_fields()
     if ADD_ROW in request.form:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
@@ -351,7 +362,9 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
         rule = owner_rule_form.rule_from_form(user.username, resource_set.id, fields, rule_id)
     except owner_rule_form.RuleFormError as refused:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, refused.errors), 400)
-    if not owner_rules.replace_owner_rule(storage(), user.username, rule, runtime().clock.now()):
+    # A rule made through Keycloak's policy API keeps its name.
+    now = runtime().clock.now()
+    if not owner_rules.replace_owner_rule(storage(), user.username, rule, now, name=existing.name):
         abort(404)
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 

@@ -121,7 +121,14 @@ class _Explanation:
     """What `decide` keeps to explain itself later: the owner's rules, the evaluations of those that
     cover the resource set, and the request. No claim values: the checks hold only booleans."""
 
-    __slots__ = ("_evaluations", "_owned", "_requested", "_resource_set", "_verdicts")
+    __slots__ = (
+        "_client_id",
+        "_evaluations",
+        "_owned",
+        "_requested",
+        "_resource_set",
+        "_verdicts",
+    )
 
     def __init__(
         self,
@@ -129,7 +136,9 @@ class _Explanation:
         evaluations: Mapping[int, Evaluation],
         resource_set: ResourceSetRef,
         requested: tuple[str, ...],
+        client_id: str | None = None,
     ) -> None:
+        self._client_id = client_id
         self._owned = owned
         self._evaluations = evaluations
         self._resource_set = resource_set
@@ -140,7 +149,13 @@ class _Explanation:
         # Two threads asking at once may both build it; they build equal tuples, and one is kept.
         if self._verdicts is None:
             self._verdicts = tuple(
-                _verdict(rule, self._evaluations.get(index), self._resource_set, self._requested)
+                _verdict(
+                    rule,
+                    self._evaluations.get(index),
+                    self._resource_set,
+                    self._requested,
+                    self._client_id,
+                )
                 for index, rule in enumerate(self._owned)
             )
         return self._verdicts
@@ -155,6 +170,7 @@ def decide(
     claims: Sequence[Claim],
     can_supply: Collection[tuple[str, str]],
     can_gather: Collection[tuple[str, str]] = (),
+    client_id: str | None = None,
 ) -> Decision:
     """Grant when the owner's rules that cover this resource set and hold on `claims` grant every
     requested scope (all or nothing); else, when every scope not granted yet has a rule that could
@@ -166,14 +182,19 @@ def decide(
     the request). For each scope not granted yet the nearest rule that could grant it is chosen
     (`_nearest_rules`), and the claims they miss are asked for together, once per claim type and
     name. Of those, the ones the client can push are asked for first; only when none is left does
-    the decision ask for a redirect (`Decision.redirect`)."""
+    the decision ask for a redirect (`Decision.redirect`).
+
+    `client_id` is the acting client (None: none named): a rule that lists `clients` holds only
+    for those, and no claim makes it hold for another."""
     requested = tuple(dict.fromkeys(scopes))
     owned = rules.rules_for(owner)
     evaluations: dict[int, Evaluation] = {}
     for index in rules.covering(owner, resource_set):
-        evaluations[index] = evaluate(index, owned[index], claims, can_supply, can_gather)
+        evaluations[index] = evaluate(
+            index, owned[index], claims, can_supply, can_gather, client_id
+        )
     # Kept, not yet turned into reasons: the authorization endpoint never asks for them.
-    explanation = _Explanation(owned, evaluations, resource_set, requested)
+    explanation = _Explanation(owned, evaluations, resource_set, requested, client_id)
     covering = list(evaluations.values())
     name = resource_set.name or resource_set.id  # a 2.0 registration may give no name
 
@@ -295,6 +316,7 @@ def _verdict(
     evaluation: Evaluation | None,
     resource_set: ResourceSetRef,
     requested: tuple[str, ...],
+    client_id: str | None = None,
 ) -> RuleVerdict:
     if evaluation is None:
         reason = (
@@ -302,10 +324,21 @@ def _verdict(
             f" ({rule.resource_sets.description})"
         )
         return RuleVerdict(rule.id, False, (reason,))
-    reasons = [check.reason() for check in evaluation.checks]
+    reasons = []
+    if not evaluation.client_allowed:
+        assert rule.clients is not None
+        listed = ", ".join(repr(client) for client in sorted(rule.clients))
+        acting = (
+            f"the acting client {client_id!r} is not one of them"
+            if client_id is not None
+            else "no acting client was named"
+        )
+        reasons.append(f"holds only for the clients {listed}: {acting}")
+    reasons.extend(check.reason() for check in evaluation.checks)
     holds = evaluation.holds
-    if not rule.conditions:
-        reasons.append("has no conditions, so it holds for anyone")
+    if not rule.conditions and evaluation.client_allowed:
+        anyone = "anyone" if rule.clients is None else "anyone through the clients it lists"
+        reasons.append(f"has no conditions, so it holds for {anyone}")
     if holds:
         granting = tuple(scope for scope in requested if scope in rule.grants)
         if granting:

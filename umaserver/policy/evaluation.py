@@ -70,16 +70,20 @@ class Evaluation:
     index: int
     rule: Rule
     checks: tuple[Check, ...]
+    # The acting client is one the rule holds for (`Rule.clients`); when not, no claim helps.
+    client_allowed: bool = True
 
     @property
     def holds(self) -> bool:
-        return all(check.holds for check in self.checks)
+        return self.client_allowed and all(check.holds for check in self.checks)
 
     @property
     def reachable(self) -> bool:
-        """Could hold once this client sends what is missing: what it sent holds (a failing value
-        is final), and it can supply every missing claim."""
-        return all(check.holds or (check.missing and check.suppliable) for check in self.checks)
+        """Could hold once this client sends what is missing: the rule holds for this client,
+        what it sent holds (a failing value is final), and it can supply every missing claim."""
+        return self.client_allowed and all(
+            check.holds or (check.missing and check.suppliable) for check in self.checks
+        )
 
     @property
     def missing(self) -> tuple[Check, ...]:
@@ -103,8 +107,11 @@ def evaluate(
     claims: Sequence[Claim],
     can_supply: Collection[tuple[str, str]],
     can_gather: Collection[tuple[str, str]],
+    client_id: str | None = None,
 ) -> Evaluation:
-    """Evidence speaks of one person: the conditions of one rule that name an issuer are checked
+    """`client_id`: the acting client (None: none named), for the rule's `clients`.
+
+    Evidence speaks of one person: the conditions of one rule that name an issuer are checked
     against the claims of one subject of that issuer (an ID token's `sub`, an assertion's NameID;
     none for a client's plain word). When the claims hold the word of one issuer about several
     subjects, the rule is evaluated once per choice of subject, and holds when it holds for one."""
@@ -122,7 +129,7 @@ def evaluate(
         for claim in claims:
             if chosen.get(claim.issuer, claim.subject) == claim.subject:
                 by_name.setdefault(claim.name, []).append(claim)
-        evaluation = _evaluate_on(index, rule, by_name, can_supply, can_gather)
+        evaluation = _evaluate_on(index, rule, by_name, can_supply, can_gather, client_id)
         if evaluation.holds:
             return evaluation
         if best is None or _nearer(evaluation, best):
@@ -144,6 +151,7 @@ def _evaluate_on(
     by_name: Mapping[str, list[Claim]],
     can_supply: Collection[tuple[str, str]],
     can_gather: Collection[tuple[str, str]],
+    client_id: str | None,
 ) -> Evaluation:
     checks = []
     for position, condition in enumerate(rule.conditions):
@@ -168,4 +176,4 @@ def _evaluate_on(
                 shared=shared,
             )
         )
-    return Evaluation(index, rule, tuple(checks))
+    return Evaluation(index, rule, tuple(checks), rule.allows(client_id))

@@ -20,8 +20,17 @@ import re2
 
 from .rules import Condition, ResourceSetSelector, Rule, RuleSet, shared_set
 
-OPERATORS = ("equals", "one_of", "contains", "prefix", "suffix", "exists", "regex")
-_RULE_KEYS = ("id", "owner", "scopes", "description", "resource_sets", "conditions")
+OPERATORS = (
+    "equals",
+    "one_of",
+    "contains",
+    "contains_any",
+    "prefix",
+    "suffix",
+    "exists",
+    "regex",
+)
+_RULE_KEYS = ("id", "owner", "scopes", "description", "clients", "resource_sets", "conditions")
 _SELECTOR_KEYS = ("all", "ids", "types", "names")
 _CONDITION_KEYS = ("claim", "types", "issuers", "hint")
 # The ids of owners' own rules (made on their policy pages) start with this; a file's never do.
@@ -88,6 +97,8 @@ def rule_table(rule: Rule) -> dict[str, Any]:
     table: dict[str, Any] = {"id": rule.id, "owner": rule.owner, "scopes": list(rule.scopes)}
     if rule.description is not None:
         table["description"] = rule.description
+    if rule.clients is not None:
+        table["clients"] = sorted(rule.clients)
     selector = rule.resource_sets
     if not selector.everything:
         table["resource_sets"] = {
@@ -173,6 +184,7 @@ def _read_rule(entry: Any, place: str, errors: list[str]) -> Rule | None:
     description = entry.get("description")
     if description is not None and not isinstance(description, str):
         errors.append(f"{place}.description: must be a string")
+    clients = _strings(entry, "clients", place, errors)
     selector = ResourceSetSelector()
     if "resource_sets" in entry:
         selector = _read_selector(entry["resource_sets"], f"{place}.resource_sets", errors)
@@ -187,7 +199,15 @@ def _read_rule(entry: Any, place: str, errors: list[str]) -> Rule | None:
                 conditions.append(condition)
     if rule_id is None or owner is None or scopes is None or len(errors) > before:
         return None
-    return Rule(rule_id, owner, scopes, selector, tuple(conditions), description)
+    return Rule(
+        rule_id,
+        owner,
+        scopes,
+        selector,
+        tuple(conditions),
+        description,
+        None if clients is None else shared_set(clients),
+    )
 
 
 def _read_selector(table: Any, place: str, errors: list[str]) -> ResourceSetSelector:
@@ -268,11 +288,14 @@ def _operator(
         if operator == "equals":
             return (lambda value: _same(value, operand)), f"equals {_show(operand)}"
         return _contains(operand), f"contains {_show(operand)}"
-    if operator == "one_of":
+    if operator in ("one_of", "contains_any"):
         if not (isinstance(operand, list) and operand and _is_json(operand)):
             errors.append(f"{place}: must be a non-empty array of JSON values")
             return None
-        return _one_of(operand), f"is one of {', '.join(_show(option) for option in operand)}"
+        listed = ", ".join(_show(option) for option in operand)
+        if operator == "contains_any":
+            return _contains_any(operand), f"contains at least one of {listed}"
+        return _one_of(operand), f"is one of {listed}"
     if operator in ("prefix", "suffix"):
         if not (isinstance(operand, str) and operand):
             errors.append(f"{place}: must be a non-empty string")
@@ -330,6 +353,19 @@ def _contains(wanted: Any) -> Callable[[Any], bool]:
         # One value is a list of one: a SAML attribute with a single value arrives as that value,
         # with several as an array, and a rule should not care how many the party happens to have.
         return _same(value, wanted)
+
+    return test
+
+
+def _contains_any(options: list[Any]) -> Callable[[Any], bool]:
+    """Holds when the claim (a list, or one value read as a list of one, as `contains`) has an
+    item equal to one of `options`: Keycloak's roles and groups."""
+    one_of = _one_of(options)
+
+    def test(value: Any) -> bool:
+        if isinstance(value, list | tuple):
+            return any(one_of(item) for item in value)
+        return one_of(value)
 
     return test
 

@@ -91,10 +91,17 @@ class Rule:
     resource_sets: ResourceSetSelector = ResourceSetSelector()
     conditions: tuple[Condition, ...] = ()
     description: str | None = None
+    # The acting clients (by client id) the rule holds for; None: any client.
+    clients: frozenset[str] | None = None
     grants: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "grants", shared_set(self.scopes))
+
+    def allows(self, client_id: str | None) -> bool:
+        """Whether the rule may hold for a request whose acting client is `client_id` (None: no
+        client named, as when a decision is explained for any client)."""
+        return self.clients is None or (client_id is not None and client_id in self.clients)
 
 
 class _Coverage:

@@ -24,6 +24,7 @@ from ..policy.decision import NeededClaim, redirect_label
 from ..storage import Storage
 from ..storage.records import AccessToken, Client, Ticket
 from . import gathering, rpts
+from .account_claims import account_claims
 from .decision import (
     MissingResourceSet,
     RulesFor,
@@ -83,7 +84,8 @@ def request_authorization(
     """`rules` gives the rules of the ticket's owner, read in the request's transaction.
     `server_issuer` and `sign_in_providers` (issuer -> display name) are where this server can
     gather claims by redirecting a requesting party who is a person (`redirect_required`); without
-    `server_issuer`, never."""
+    `server_issuer`, never. An AAT issued to a person brings the account claims about that person
+    (`account_claims`, vouched for by `server_issuer`)."""
     display_names = dict(sign_in_providers or {})
     can_gather = (
         gatherable(server_issuer, display_names, has_person=aat.user_sub is not None)
@@ -111,6 +113,14 @@ def request_authorization(
     ):
         ticket = _open_ticket(storage, unverified_ticket, now)
         claims = record_pushed(storage, ticket.digest, party, pushed, limits, now)
+        if aat.user_sub is not None and server_issuer:
+            # The person the AAT was issued to: this server's own word, read now, not recorded.
+            claims = [
+                *claims,
+                *account_claims(
+                    storage, aat.user_sub, server_issuer, client_id=client.client_id, now=now
+                ),
+            ]
         requests = storage.count_ticket_request(ticket.digest)
         # A new request on the ticket voids the handles of earlier redirect_required answers.
         storage.void_claims_handles(ticket.digest)

@@ -16,7 +16,14 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE, Verifiers, suppliable
+from ..claims.model import (
+    ACCOUNT_CLAIM_TYPE,
+    OIDC_TYPE,
+    REDIRECT_TYPE,
+    SAML_TYPE,
+    Verifiers,
+    suppliable,
+)
 from ..claims.oidc_issuers import OidcIssuer
 from ..policy.decision import Decision, NeededClaim, RedirectNeed, decide
 from ..policy.rules import ResourceSetRef, RuleSet
@@ -116,6 +123,8 @@ def decide_access(rules: RuleSet, request: AccessRequest) -> Decision:
         claims=request.claims,
         can_supply=request.client.can_supply,
         can_gather=request.client.can_gather,
+        # `any_client` stands for no client in particular: a rule listing clients is not for it.
+        client_id=None if request.client.client_id == ANY_CLIENT_ID else request.client.client_id,
     )
 
 
@@ -213,12 +222,15 @@ def any_client(
         *(o["type"] for o in claim_objects),
         *(t for c in conditions for t in c.types or ()),
     ]
-    # Claims of the redirect profile are gathered by this server, never pushed.
-    types = tuple(dict.fromkeys(t for t in named if t != REDIRECT_TYPE))
+    # Claims of the redirect profile are gathered by this server, account claims vouched for by
+    # it: neither is ever pushed.
+    types = tuple(dict.fromkeys(t for t in named if t not in (REDIRECT_TYPE, ACCOUNT_CLAIM_TYPE)))
     pairs = set(suppliable(ANY_CLIENT_ID, types, verifiers))
     for condition in conditions:
         plain = [
-            t for t in condition.types or types if t not in (SAML_TYPE, OIDC_TYPE, REDIRECT_TYPE)
+            t
+            for t in condition.types or types
+            if t not in (SAML_TYPE, OIDC_TYPE, REDIRECT_TYPE, ACCOUNT_CLAIM_TYPE)
         ]
         clients = [i for i in condition.issuers or () if storage.get_client(i) is not None]
         pairs.update(itertools.product(plain, clients if condition.issuers else (ANY_CLIENT_ID,)))

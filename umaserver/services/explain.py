@@ -20,6 +20,7 @@ from ..policy.decision import redirect_label
 from ..policy.rules import RuleSet
 from ..storage import Storage
 from ..storage.records import ResourceSet, User
+from .account_claims import account_claims
 from .decision import (
     AccessRequest,
     Supplier,
@@ -77,7 +78,8 @@ def explain_access(
     issuer the rules name vouching: `any_client`), as a dict: decision, rules, need_claims,
     redirect_required (with its `label`), explanation (a verdict per rule of the owner) and
     summary. With `party`, their attributes count as claims gathered by redirect, as after they
-    signed in at the requesting party claims endpoint. Raises ExplainRefused."""
+    signed in at the requesting party claims endpoint, and their account claims count as they do
+    for a request with their AAT. Raises ExplainRefused."""
     pushed_objects = [dict(o) for o in objects]
     if client_id is not None:
         found = storage.get_client(client_id)
@@ -97,6 +99,10 @@ def explain_access(
         # As after the person signed in at the requesting party claims endpoint: their attributes
         # gathered, and the client one that can send them there.
         claims.extend(redirect_claims_of_user(party, config.issuer, supplier.client_id, now))
+        # As a request with their AAT: this server's word about their account.
+        claims.extend(
+            account_claims(storage, party.sub, config.issuer, client_id=supplier.client_id, now=now)
+        )
         can_gather = gatherable(config.issuer, sign_in_providers(config.oidc_issuers), True)
         supplier = replace(supplier, can_gather=can_gather)
     decision = decide_access(

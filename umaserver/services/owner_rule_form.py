@@ -6,6 +6,7 @@ The form (`rule_from_form`), without JavaScript; field names:
 - `coverage`: `this` (the resource set of the page; the default), `all` (every set of the owner) or
   `type`, with `coverage_type`: the resource set type.
 - `scopes`: the scopes granted (repeated field, at least one; empty values are left out).
+- `clients`: the client ids the rule holds for (space-separated; empty for any client).
 - condition rows, N = 0, 1, ...: `conditions-N-claim`, `conditions-N-operator` (one of
   `policy.rule_file.OPERATORS`), `conditions-N-value`, `conditions-N-types` and
   `conditions-N-issuers` (space-separated; empty for any), `conditions-N-hint`. A row whose claim
@@ -67,6 +68,9 @@ def rule_from_form(
     description = one("description")
     if description:
         table["description"] = description
+    clients = list(dict.fromkeys(one("clients").split()))
+    if clients:
+        table["clients"] = clients
     coverage = one("coverage") or "this"
     if coverage == "this":
         table["resource_sets"] = {"ids": [resource_set_id]}
@@ -141,6 +145,7 @@ def form_from_rule(rule: Rule, resource_set_id: str) -> dict[str, list[str]]:
         "coverage": [coverage],
         "coverage_type": [coverage_type],
         "scopes": list(rule.scopes),
+        "clients": [" ".join(sorted(rule.clients or ()))],
     }
     for row, condition in enumerate(rule.conditions):
         field = f"conditions-{row}-"
@@ -207,7 +212,7 @@ def _field_of(line: str, rows: Sequence[int]) -> tuple[str, str]:
         if message == "missing 'scopes'":
             return "scopes", message
         return "", message
-    if path in (".scopes", ".description"):
+    if path in (".scopes", ".description", ".clients"):
         return path[1:], message
     if path == ".resource_sets.types":
         return "coverage_type", message

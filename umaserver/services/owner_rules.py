@@ -8,7 +8,9 @@ version in its transaction, and a process reads an owner's rules again only when
 `[policies] owner_rules = false` turns them off: they are ignored in decisions, and adding,
 replacing or deleting one raises OwnerRulesDisabled (pass `enabled=` from the config).
 
-The policy page's form, to a rule and back, is `owner_rule_form`.
+The policy page's form, to a rule and back, is `owner_rule_form`. A rule made through Keycloak's
+policy API (`keycloak_policies`) also has a `name`, kept beside the rule's table in its stored JSON
+(`NAME_KEY`), never read by the rule file's reader.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ log = logging.getLogger("umaserver.policy")
 ID_BYTES = 12  # 96 bits: ids are never guessed nor repeated
 # Owners whose rules a process keeps parsed (the least recently used are forgotten).
 CACHE_SIZE = 4096
+# The member of a stored rule's JSON that holds its name (Keycloak's policy name), if it has one.
+NAME_KEY = "name"
 
 
 class OwnerRulesDisabled(Exception):
@@ -54,6 +58,7 @@ class OwnerRule:
     rule: Rule
     created_at: int
     updated_at: int
+    name: str | None = None
 
 
 def new_rule_id() -> str:
@@ -70,21 +75,30 @@ def _user_sub(storage: Storage, owner: str) -> str:
     return user.sub
 
 
-def _checked_table(owner: str, rule: Rule) -> dict[str, Any]:
-    """The rule's table, after checking it is a rule of `owner` that reads back as itself."""
+def _checked_table(owner: str, rule: Rule, name: str | None = None) -> dict[str, Any]:
+    """The rule's table (with `name`, if given), after checking it is a rule of `owner` that reads
+    back as itself."""
     if rule.owner != owner:
         raise ValueError(f"rule {rule.id!r} is a rule of {rule.owner!r}, not of {owner!r}")
     if not rule.id.startswith(OWNER_RULE_PREFIX):
         raise ValueError(f"an owner's rule has an id starting with {OWNER_RULE_PREFIX!r}")
     table = rule_table(rule)
     parse_rule_table(table, rule.id)  # PolicyError: a rule not made by `rule_from_form`
+    if name is not None:
+        table[NAME_KEY] = name
     return table
 
 
 def _read(stored: StoredOwnerRule) -> Rule:
     """The stored rule, read by the rule file's reader; its row says whose it is and its id.
     Raises PolicyError."""
-    return parse_rule_table({**stored.rule, "id": stored.id, "owner": stored.username}, stored.id)
+    table = {key: value for key, value in stored.rule.items() if key != NAME_KEY}
+    return parse_rule_table({**table, "id": stored.id, "owner": stored.username}, stored.id)
+
+
+def _name(stored: StoredOwnerRule) -> str | None:
+    name = stored.rule.get(NAME_KEY)
+    return name if isinstance(name, str) else None
 
 
 def _usable(stored_rules: Sequence[StoredOwnerRule]) -> list[tuple[StoredOwnerRule, Rule]]:
@@ -110,32 +124,44 @@ def owner_rules(storage: Storage, owner: str) -> list[OwnerRule]:
     if user is None:
         return []
     return [
-        OwnerRule(rule, stored.created_at, stored.updated_at)
+        OwnerRule(rule, stored.created_at, stored.updated_at, _name(stored))
         for stored, rule in _usable(storage.owner_rules_of(user.sub))
     ]
 
 
 def add_owner_rule(
-    storage: Storage, owner: str, rule: Rule, now: int, *, enabled: bool = True
+    storage: Storage,
+    owner: str,
+    rule: Rule,
+    now: int,
+    *,
+    enabled: bool = True,
+    name: str | None = None,
 ) -> None:
     """Stores `rule` (from `owner_rule_form.rule_from_form`) as a new rule of `owner`. Raises OwnerRulesDisabled,
     LookupError (no such user), ValueError (not a new owner's rule of `owner`)."""
     if not enabled:
         raise OwnerRulesDisabled()
-    table = _checked_table(owner, rule)
+    table = _checked_table(owner, rule, name)
     if not storage.add_owner_rule(rule.id, _user_sub(storage, owner), table, now):
         raise ValueError(f"the rule id {rule.id!r} is taken")
     _log("added", owner, rule)
 
 
 def replace_owner_rule(
-    storage: Storage, owner: str, rule: Rule, now: int, *, enabled: bool = True
+    storage: Storage,
+    owner: str,
+    rule: Rule,
+    now: int,
+    *,
+    enabled: bool = True,
+    name: str | None = None,
 ) -> bool:
     """Replaces the rule of `owner` with `rule`'s id. False when `owner` has no rule of that id.
     Raises OwnerRulesDisabled, LookupError, ValueError as `add_owner_rule`."""
     if not enabled:
         raise OwnerRulesDisabled()
-    table = _checked_table(owner, rule)
+    table = _checked_table(owner, rule, name)
     if not storage.replace_owner_rule(_user_sub(storage, owner), rule.id, table, now):
         return False
     _log("replaced", owner, rule)
