@@ -162,5 +162,6 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 person=person.user_sub if person else None,
                 account=account,
                 jwt_type=jwt_type,
+                jwt=uma.jwt_rpts,
             )
         return answer.status, answer.body, [("Cache-Control", "no-store"), ("Pragma", "no-cache")]

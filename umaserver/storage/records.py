@@ -416,3 +416,18 @@ class FetchedImage:
     @property
     def size(self) -> int:
         return len(self.data)
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """A key that signs JWT RPTs: `kid`, its JWS algorithm (RS256, ES256), its public JWK as
+    published (a JSON object), its private key sealed (AES-GCM under a key derived from
+    `secret_key`: never stored in clear), when it was made, and whether it is the current key (the
+    one new RPTs are signed with; at most one is)."""
+
+    kid: str
+    algorithm: str
+    public_jwk: dict[str, Any]
+    sealed_key: str
+    created_at: int
+    current: bool = False
