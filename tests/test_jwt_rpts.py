@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +30,15 @@ from .conftest import (
     Store,
     dump_database,
     make_party,
+    open_store,
     start_server,
     stop_server,
     write_config,
 )
 from .flows import EMPLOYEE, PHOTO_TYPE
-from .test_uma2_grant import RULES, Uma2, basic, doctor, make_uma2_client
+from .test_keycloak_realm import OIDC, Realm, jwt_claims
+from .test_keycloak_realm import RULES as REALM_RULES
+from .test_uma2_grant import RULES, UMA_TICKET, Uma2, basic, doctor, make_uma2_client
 
 ISSUER = "http://uma.test"
 
@@ -387,3 +391,79 @@ def test_an_ec_key_is_made_for_es256() -> None:
     pem = secrets_at_rest.unseal(settings.sealing_keys, made.sealed_key, made.kid)
     assert ECKey.import_key(pem).thumbprint() == made.kid
     assert made.public_jwk["crv"] == "P-256" and "d" not in made.public_jwk
+
+
+# -- the Keycloak realm face ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def realm(tmp_path: Path) -> Iterator[Realm]:
+    (tmp_path / "policies.toml").write_text(REALM_RULES, encoding="utf-8")
+    extra = (
+        f'[keycloak]\nrealm = "demo"\nclaim_token_type = "{EMPLOYEE}"\n'
+        '[tokens]\nrpt_format = "jwt"\n'
+    )
+    config = load_config(write_config(tmp_path, extra=extra))
+    http = create_app(config).test_client()
+    store = open_store(config.database)
+    try:
+        yield Realm(http, store, make_party(store, "alice", "uma_protection"))
+    finally:
+        store.close()
+
+
+def test_on_the_realm_face_a_jwt_rpt_names_the_realm_as_its_issuer(realm: Realm) -> None:
+    status, body = realm.ask("Shared#view")  # Keycloak's form: audience and permission
+    assert status == 200, body
+    shared = body["access_token"]
+    kid = pyjwt.get_unverified_header(shared)["kid"]
+    key = pyjwt.PyJWKSet.from_dict(realm.http.get("/jwks").json)[kid]
+    issuer = "http://uma.test/realms/demo"
+    claims = pyjwt.decode(
+        shared, key, algorithms=["RS256"], audience=realm.rs.client_id, issuer=issuer
+    )
+    bob = realm.store.get_user_by_username("bob")
+    assert bob is not None and claims["sub"] == bob.sub and claims["azp"] == realm.app_id
+    assert claims["authorization"]["permissions"] == [
+        {"rsid": realm.shared, "rsname": "Shared", "scopes": ["view"]}
+    ]
+    # A ticket brought with bob's token on the realm face: the realm's issuer too, and the JWT
+    # holds what was granted before.
+    ticket = realm.http.post(
+        "/permission",
+        json={"resource_id": realm.photos, "resource_scopes": ["view"]},
+        headers=realm.rs.auth,
+    ).json["ticket"]
+    status, body = realm.token(
+        {"grant_type": UMA_TICKET, "ticket": ticket, **jwt_claims({"role": ["doctor"]})},
+        realm.bob.token,
+    )
+    assert status == 200, body
+    claims = pyjwt.decode(
+        body["access_token"], key, algorithms=["RS256"], audience=realm.rs.client_id, issuer=issuer
+    )
+    assert sorted(p["rsname"] for p in claims["authorization"]["permissions"]) == [
+        "Photos",
+        "Shared",
+    ]
+    # The standard token endpoint still names the standard issuer.
+    standard = realm.http.post(
+        "/token",
+        data={
+            "grant_type": UMA_TICKET,
+            "ticket": realm.http.post(
+                "/permission",
+                json={"resource_id": realm.shared, "resource_scopes": ["view"]},
+                headers=realm.rs.auth,
+            ).json["ticket"],
+        },
+        headers={"Authorization": basic(realm.app_id, realm.app_secret)},
+    ).json["access_token"]
+    assert parts(standard)[1]["iss"] == ISSUER
+    # Realm introspection (the client by its secret) sees it; a tampered one is inactive.
+    ask = {"client_id": realm.rs.client_id, "client_secret": realm.rs.client_secret}
+    answer = realm.http.post(f"{OIDC}/token/introspect", data={**ask, "token": shared}).json
+    assert answer["active"] is True
+    tampered = shared[:-4] + ("AAAA" if not shared.endswith("AAAA") else "BBBB")
+    answer = realm.http.post(f"{OIDC}/token/introspect", data={**ask, "token": tampered}).json
+    assert answer["active"] is False

@@ -238,8 +238,7 @@ def mint_jwt(
             "typ": "Bearer",
             "authorization": {
                 "permissions": [
-                    {"rsid": rs.id, "rsname": rs.name or rs.id, "scopes": list(p.scopes)}
-                    for rs, p in sets
+                    {"rsid": rs.id, "rsname": rs.label, "scopes": list(p.scopes)} for rs, p in sets
                 ]
             },
         }
