@@ -8,3 +8,4 @@ CREATE TABLE signing_keys (
     is_current   BOOLEAN NOT NULL DEFAULT FALSE
 );
 CREATE UNIQUE INDEX signing_keys_one_current ON signing_keys (is_current) WHERE is_current;
+CREATE INDEX rpts_by_party ON rpts (client_id, requesting_party);

@@ -14,3 +14,7 @@ CREATE TABLE signing_keys (
     is_current   INTEGER NOT NULL DEFAULT 0
 );
 CREATE UNIQUE INDEX signing_keys_one_current ON signing_keys (is_current) WHERE is_current;
+
+-- Each grant of a JWT RPT reads the live permissions of one requesting party at one client
+-- (`permissions_of_party`): found by both, not among every RPT of a client with many people.
+CREATE INDEX rpts_by_party ON rpts (client_id, requesting_party);
