@@ -25,6 +25,7 @@ from umaserver.services import signing_keys
 
 from .conftest import (
     CLI,
+    SECRET,
     LiveServer,
     Party,
     Store,
@@ -467,3 +468,33 @@ def test_on_the_realm_face_a_jwt_rpt_names_the_realm_as_its_issuer(realm: Realm)
     tampered = shared[:-4] + ("AAAA" if not shared.endswith("AAAA") else "BBBB")
     answer = realm.http.post(f"{OIDC}/token/introspect", data={**ask, "token": tampered}).json
     assert answer["active"] is False
+
+
+def test_a_changed_secret_key_is_told_at_init_and_cured_by_rotating(
+    cli: CLI, config_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    made = cli.json("init")["signing_key"]
+    config_path.write_text(
+        config_path.read_text(encoding="utf-8").replace(SECRET, "another-secret-key-" + "x" * 30),
+        encoding="utf-8",
+    )
+    failed = cli("init")
+    assert failed.exit_code == 1
+    assert f"The current signing key {made} does not open with this secret_key" in failed.stderr
+    # Served anyway: a grant is a plain server_error (nothing consumed), the log says why.
+    config = load_config(config_path)
+    http = create_app(config).test_client()
+    store = open_store(config.database)
+    try:
+        uma = Uma2(http, store, make_party(store, "alice", "uma_protection"))
+        ticket = uma.ticket("view")
+        status, body = uma.token(ticket=ticket, **doctor())
+        assert status == 500 and body["error"] == "server_error"
+        assert "keys rotate" in caplog.text
+        rotated = cli.json("keys", "rotate")["kid"]
+        status, body = uma.token(ticket=ticket, **doctor())  # the ticket was not used up
+        assert status == 200, body
+        assert pyjwt.get_unverified_header(body["access_token"])["kid"] == rotated
+        assert cli.json("init")["signing_key"] == rotated
+    finally:
+        store.close()

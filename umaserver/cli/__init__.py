@@ -125,6 +125,8 @@ def init(ctx: click.Context) -> None:
         key = _signing_key(config)
     except StorageError as error:
         fail(f"No signing key could be made in {describe(config.database)}: {error}")
+    except signing_keys.KeyUnusable as error:
+        fail(str(error))
     if key is not None:
         done["signing_key"] = key
     emit(done)
@@ -132,13 +134,14 @@ def init(ctx: click.Context) -> None:
 
 def _signing_key(config: Config) -> str | None:
     """With JWT RPTs: the current signing key's kid, the key made first when there is none (or
-    it is of another algorithm than jwt_algorithm). None with opaque RPTs."""
+    it is of another algorithm than jwt_algorithm); KeyUnusable when it does not open with this
+    secret_key. None with opaque RPTs."""
     settings = signing_keys.configured(config)
     if settings is None:
         return None
     store = open_storage(config.database, config.postgresql)
     try:
-        return signing_keys.ensure_signing_key(store, settings, CLOCK.now()).kid
+        return signing_keys.ready_signing_key(store, settings, CLOCK.now()).kid
     finally:
         store.close()
 
@@ -174,6 +177,8 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
             _signing_key(config)
         except StorageError as error:  # the first RPT signed makes it
             logging.getLogger("umaserver").error("No signing key could be made now: %s", error)
+        except signing_keys.KeyUnusable as error:  # each grant answers 500 until it is fixed
+            logging.getLogger("umaserver").error("%s", error)
     settings = replace(
         config.server,
         host=host or config.server.host,

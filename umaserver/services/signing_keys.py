@@ -14,6 +14,7 @@ first RPT signed.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,8 +26,11 @@ from joserfc.jwk import ECKey, RSAKey
 
 from .. import secrets_at_rest
 from ..config import Config
+from ..errors import ServerError
 from ..storage import Storage
 from ..storage.records import SigningKey
+
+log = logging.getLogger("umaserver")
 
 RSA_BITS = 2048
 ALGORITHMS = ("RS256", "ES256")
@@ -87,6 +91,19 @@ def ensure_signing_key(storage: Storage, settings: JwtRpts, now: int) -> Signing
     return found if found is not None else made
 
 
+class KeyUnusable(Exception):
+    """The current key does not open with this secret_key (it was changed, or the database
+    copied from another server): the message says what to do."""
+
+
+def ready_signing_key(storage: Storage, settings: JwtRpts, now: int) -> SigningKey:
+    """`ensure_signing_key`, and the key opened once (what `init` and `serve` check, so that an
+    operator hears of a changed secret_key at start rather than from a failing grant)."""
+    key = ensure_signing_key(storage, settings, now)
+    _KEYS.private(key, settings)
+    return key
+
+
 def rotate(storage: Storage, settings: JwtRpts, now: int) -> SigningKey:
     """A new current key; the one before still verifies until `retire`."""
     made = new_signing_key(settings.algorithm, settings.sealing_keys[0], now)
@@ -123,15 +140,24 @@ class _Keys:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._private: dict[tuple[str, str], Key] = {}
+        self._private: dict[tuple[str, str, tuple[bytes, ...]], Key] = {}
         self._public: dict[tuple[str, str], Key] = {}
 
     def private(self, key: SigningKey, settings: JwtRpts) -> Key:
-        index = (key.kid, key.sealed_key)
+        # Opened with these sealing keys: under another secret_key it must open again (or not).
+        index = (key.kid, key.sealed_key, settings.sealing_keys)
         with self._lock:
             found = self._private.get(index)
         if found is None:
-            pem = secrets_at_rest.unseal(settings.sealing_keys, key.sealed_key, key.kid)
+            try:
+                pem = secrets_at_rest.unseal(settings.sealing_keys, key.sealed_key, key.kid)
+            except secrets_at_rest.SealBroken:
+                raise KeyUnusable(
+                    f"The current signing key {key.kid} does not open with this secret_key (was"
+                    " it changed, or the database copied from another server?): restore the"
+                    " secret_key, or run `umaserver keys rotate` to make a new key (RPTs signed"
+                    " with the old one still verify until `keys retire`)."
+                ) from None
             found = _import(key.algorithm, pem)
             with self._lock:
                 self._private[index] = found
@@ -163,7 +189,12 @@ def sign(storage: Storage, settings: JwtRpts, claims: Mapping[str, Any], now: in
     kid in the header."""
     key = ensure_signing_key(storage, settings, now)
     header = {"typ": "JWT", "alg": key.algorithm, "kid": key.kid}
-    return jwt.encode(header, dict(claims), _KEYS.private(key, settings), [key.algorithm])
+    try:
+        private = _KEYS.private(key, settings)
+    except KeyUnusable as error:
+        log.error("%s", error)
+        raise ServerError("RPTs cannot be signed now; the server's log says why.") from None
+    return jwt.encode(header, dict(claims), private, [key.algorithm])
 
 
 def looks_like_jws(unverified: str) -> bool:
