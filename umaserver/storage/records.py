@@ -212,7 +212,9 @@ class Ticket:
 
 @dataclass(frozen=True)
 class Rpt:
-    """An RPT: of an AAT (1.0), or of its client alone (the 2.0 grant: `aat_digest` None)."""
+    """An RPT: of an AAT (1.0), or of its client alone (the 2.0 grant: `aat_digest` None). A JWT
+    RPT is stored alike, by the digest of its text; its `seed` is its `jti` (a JWT is never made
+    again from it)."""
 
     digest: str
     seed: str
