@@ -20,6 +20,7 @@ from .api import (
     discovery,
     health,
     introspection,
+    jwks,
     keycloak_policies,
     keycloak_realm,
     metadata,
@@ -46,6 +47,7 @@ from .pages import (
 )
 from .policy.store import PolicyStore
 from .runtime import Runtime, install
+from .services import signing_keys
 from .services.claim_verifiers import ConfiguredVerifiers
 from .services.database import Opener
 from .services.maintenance import EXPIRED_MEMORY, CheckpointJob, PruneJob
@@ -96,6 +98,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
             verifiers=verifiers,
             rpt_key=secrets_at_rest.reissue_key(config.secret_key, "rpt"),
             csrf_key=secrets_at_rest.reissue_key(config.secret_key, "csrf"),
+            jwt_rpts=signing_keys.configured(config),
         ),
     )
     verifiers.start()
@@ -143,6 +146,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         metadata.bp,
         revocation.bp,
         registration.bp,
+        jwks.bp,
     ):
         app.register_blueprint(blueprint)
     if config.keycloak.realm is not None:

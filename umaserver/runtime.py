@@ -15,6 +15,7 @@ from .policy.rules import RuleSet
 from .policy.store import PolicyStore
 from .services.claim_verifiers import ConfiguredVerifiers
 from .services.owner_rules import effective_rules
+from .services.signing_keys import JwtRpts
 from .storage import Storage
 
 _KEY = "umaserver.runtime"
@@ -28,6 +29,8 @@ class Runtime:
     verifiers: ConfiguredVerifiers
     rpt_key: bytes = field(repr=False)
     csrf_key: bytes = field(repr=False)
+    # How RPTs are signed with `[tokens] rpt_format = "jwt"`; None: opaque RPTs.
+    jwt_rpts: JwtRpts | None = None
 
     def rules_for(self, storage: Storage, owner: str) -> RuleSet:
         """The rules a decision about `owner`'s sets (a username, as rules name owners) uses now:

@@ -1,6 +1,8 @@
 """Secrets at rest are digests: random tokens with a recognisable prefix, stored as SHA-256, and
 passwords hashed with argon2id (argon2-cffi; the scrypt hashes of earlier versions still verify, and
-`password_needs_rehash` says to replace them). Comparisons are constant-time."""
+`password_needs_rehash` says to replace them). Comparisons are constant-time. A secret the server
+must use again (a private signing key) is sealed: AES-GCM under a key derived from `secret_key`
+with HKDF (`sealing_key`, `seal`, `unseal`)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,14 @@ import hashlib
 import hmac
 import secrets
 import threading
+from collections.abc import Sequence
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 # Recognisable prefixes make a leaked token easy to spot in a log or a paste.
 ACCESS_TOKEN_PREFIX = "uma_at_"  # noqa: S105 - a prefix, not a secret
@@ -40,6 +47,44 @@ def reissue_key(secret_key: str, purpose: str) -> bytes:
     return hmac.new(
         secret_key.encode("utf-8"), f"umaserver {purpose} v1".encode(), hashlib.sha256
     ).digest()
+
+
+def sealing_key(secret_key: str, purpose: str) -> bytes:
+    """The AES-256 key that seals the secrets of one purpose ("signing keys") kept in the store:
+    HKDF-SHA256 (RFC 5869) of `secret_key`, the purpose in its info, so that it is neither the
+    key of `reissue_key` nor of another purpose."""
+    return HKDF(
+        algorithm=SHA256(), length=32, salt=None, info=f"umaserver seal {purpose} v1".encode()
+    ).derive(secret_key.encode("utf-8"))
+
+
+def seal(key: bytes, secret: bytes, bound_to: str) -> str:
+    """`secret` encrypted and authenticated with AES-GCM under `key` (a fresh 96-bit nonce each
+    time), as text: base64url of nonce and ciphertext. `bound_to` (the row's id) is authenticated
+    with it, so a sealed value moved to another row does not open."""
+    nonce = secrets.token_bytes(12)
+    sealed = AESGCM(key).encrypt(nonce, secret, bound_to.encode("utf-8"))
+    return base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+
+
+class SealBroken(Exception):
+    """A sealed value that none of the keys opens (another secret_key, or altered)."""
+
+
+def unseal(keys: Sequence[bytes], sealed: str, bound_to: str) -> bytes:
+    """What `seal` sealed, opened with the first of `keys` that opens it (the keys of every
+    secret_key still listed, when secret keys can rotate); SealBroken when none does."""
+    try:
+        raw = base64.urlsafe_b64decode(sealed.encode("ascii"))
+    except (ValueError, UnicodeEncodeError):
+        raise SealBroken("not a sealed value") from None
+    nonce, body = raw[:12], raw[12:]
+    for key in keys:
+        try:
+            return AESGCM(key).decrypt(nonce, body, bound_to.encode("utf-8"))
+        except InvalidTag:
+            continue
+    raise SealBroken("no key opens it: was secret_key changed?")
 
 
 def new_reissuable_token(prefix: str, key: bytes) -> tuple[str, str]:

@@ -27,6 +27,7 @@ from umaserver.storage.records import (
     ResourceSet,
     Rpt,
     Session,
+    SigningKey,
     Ticket,
     TicketState,
     User,
@@ -1654,3 +1655,78 @@ def test_a_gathered_claim_keeps_when_the_word_it_rests_on_ends(store: Storage) -
     ending = replace(claim("email", "a@x.test"), expires_at=T + 300)
     store.record_claims(ticket.digest, "bob", [ending, claim("n", 1)])
     assert store.gathered_claims(ticket.digest, "bob") == [ending, claim("n", 1)]
+
+
+# -- signing keys (JWT RPTs) -----------------------------------------------------------------------
+
+
+def signing_key(kid: str, created_at: int = T, algorithm: str = "RS256") -> SigningKey:
+    public = {"kty": "RSA", "kid": kid, "use": "sig", "alg": algorithm, "n": "AQAB", "e": "AQAB"}
+    return SigningKey(kid, algorithm, public, f"sealed-{kid}", created_at, current=True)
+
+
+def test_the_first_signing_key_is_current_and_a_second_one_only_replaces_it_when_asked(
+    store: Storage,
+) -> None:
+    assert store.current_signing_key() is None
+    assert store.signing_keys() == []
+    first = signing_key("kid-1")
+    assert store.add_signing_key(first, replace_current=False) is True
+    assert store.current_signing_key() == first
+    # Without replace_current, another key is not added while one is current.
+    assert store.add_signing_key(signing_key("kid-0"), replace_current=False) is False
+    assert store.signing_keys() == [first]
+
+    second = signing_key("kid-2", created_at=T + 5, algorithm="ES256")
+    assert store.add_signing_key(second, replace_current=True) is True
+    assert store.current_signing_key() == second
+    assert store.signing_keys() == [replace(first, current=False), second]
+
+
+def test_retiring_drops_every_signing_key_but_the_current_one(store: Storage) -> None:
+    assert store.retire_signing_keys() == []
+    for n, kid in enumerate(("kid-b", "kid-a", "kid-c")):
+        store.add_signing_key(signing_key(kid, created_at=T), replace_current=n > 0)
+    # Made in one second: listed by kid.
+    assert [key.kid for key in store.signing_keys()] == ["kid-a", "kid-b", "kid-c"]
+    assert store.retire_signing_keys() == ["kid-a", "kid-b"]
+    assert store.signing_keys() == [signing_key("kid-c")]
+    assert store.retire_signing_keys() == []
+
+
+def test_revoking_one_rpt_works_once_and_leaves_the_others(store: Storage) -> None:
+    aat = make_token(store)
+    rpt, other = make_rpt(store, aat), make_rpt(store, aat)
+    assert store.revoke_rpt(rpt.digest) is True
+    assert store.revoke_rpt(rpt.digest) is False
+    assert store.revoke_rpt("no-such-rpt") is False
+    assert store.get_rpt(rpt.digest) == replace(rpt, revoked=True)
+    assert store.get_rpt(other.digest) == other
+
+
+def test_the_permissions_of_a_party_and_client_are_those_of_its_live_rpts(store: Storage) -> None:
+    client, person = make_client(store), make_user(store)
+    aat, another_aat = make_token(store, client, person), make_token(store, client, person)
+    first, second = make_rpt(store, aat), make_rpt(store, another_aat)
+    revoked = make_rpt(store, aat, revoked=True)
+    expired = make_rpt(store, aat, expires_at=T + 10)
+    others = make_rpt(store, make_token(store, client, make_user(store)))  # another person's
+    own = Rpt("rpt-of-the-client-itself", "seed", None, client.client_id, person.sub, T, T + HOUR)
+    store.add_rpt(own)  # the 2.0 grant's: no AAT, the same party and client
+    sets = [make_set(store, client) for _ in range(4)]
+    store.put_permission(first.digest, permission(sets[0], issued_at=T + 1))
+    store.put_permission(second.digest, permission(sets[1], ("edit",), issued_at=T + 2))
+    store.put_permission(own.digest, permission(sets[0], ("edit",), issued_at=T + 3))
+    store.put_permission(first.digest, permission(sets[2], issued_at=T, expires_at=T + 20))
+    for rpt in (revoked, expired, others):
+        store.put_permission(rpt.digest, permission(sets[3]))
+
+    assert store.permissions_of_party(client.client_id, person.sub, T + 20) == [
+        permission(sets[0], issued_at=T + 1),
+        permission(sets[1], ("edit",), issued_at=T + 2),
+        permission(sets[0], ("edit",), issued_at=T + 3),
+    ]
+    assert store.permissions_of_party(client.client_id, person.sub, T + 5)[0] == permission(
+        sets[2], issued_at=T, expires_at=T + 20
+    )
+    assert store.permissions_of_party(make_client(store).client_id, person.sub, T) == []

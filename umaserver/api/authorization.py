@@ -42,6 +42,7 @@ def authorization_request() -> Response:
         limits=uma.config.limits,
         server_issuer=uma.config.issuer,
         sign_in_providers=sign_in_providers(uma.config.oidc_issuers),
+        jwt=uma.jwt_rpts,
     )
     if outcome.kind == "grant":
         # The spec's success answer: 201, Content-Type application/json;charset=UTF-8.

@@ -85,6 +85,7 @@ def document() -> dict[str, object]:
         "rpt_endpoint": config.url("/rpt"),
         "authorization_request_endpoint": config.url("/rpt_authorization"),
         "requesting_party_claims_endpoint": config.url("/rqp_claims"),
+        **_jwks_uri(),
     }
 
 
@@ -108,4 +109,12 @@ def document_2() -> dict[str, object]:
         "permission_endpoint": config.url("/permission"),
         "claims_interaction_endpoint": config.url("/claims_interaction"),
         "uma_profiles_supported": [],
+        **_jwks_uri(),
     }
+
+
+def _jwks_uri() -> dict[str, str]:
+    """Where the keys that verify JWT RPTs are: named only when RPTs are JWTs (opaque ones are
+    read by introspection alone)."""
+    config = runtime().config
+    return {"jwks_uri": config.url("/jwks")} if config.tokens.rpt_format == "jwt" else {}

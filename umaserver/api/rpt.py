@@ -59,5 +59,13 @@ def rpt_endpoint() -> Response:
     aat = authenticate(AUTHORIZATION_SCOPE)
     _refuse_an_authorization_request()
     uma = runtime()
-    rpt, _ = issue_rpt(storage(), uma.clock.now(), aat, uma.rpt_key, uma.config.lifetimes.rpt)
+    rpt, _ = issue_rpt(
+        storage(),
+        uma.clock.now(),
+        aat,
+        uma.rpt_key,
+        uma.config.lifetimes.rpt,
+        jwt=uma.jwt_rpts,
+        issuer=uma.config.issuer,
+    )
     return json_response({"rpt": rpt})

@@ -109,6 +109,11 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
         client = self.request.client.client
         keycloak = keycloak_request()
         jwt_type = config.keycloak.claim_token_type if keycloak else None
+        # A JWT RPT's `iss`: the issuer of the document the client was sent through (the realm's,
+        # `keycloak_realm.realm_issuer`, on the realm face).
+        rpt_issuer = (
+            f"{config.issuer}/realms/{config.keycloak.realm}" if keycloak else config.issuer
+        )
         now = uma.clock.now()
         # The person whose token the client acts with: this server's word about their account.
         account = (
@@ -145,6 +150,8 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 now=now,
                 lifetimes=config.lifetimes,
                 rpt_key=uma.rpt_key,
+                jwt=uma.jwt_rpts,
+                rpt_issuer=rpt_issuer,
             )
         else:
             answer = uma_grant.request_rpt(
@@ -162,5 +169,7 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 person=person.user_sub if person else None,
                 account=account,
                 jwt_type=jwt_type,
+                jwt=uma.jwt_rpts,
+                rpt_issuer=rpt_issuer,
             )
         return answer.status, answer.body, [("Cache-Control", "no-store"), ("Pragma", "no-cache")]

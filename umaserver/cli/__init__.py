@@ -19,7 +19,7 @@ from .. import create_app
 from ..clock import SystemClock
 from ..config import Config, ConfigError, load_config
 from ..policy.rule_file import PolicyError
-from ..services import accounts, database
+from ..services import accounts, database, signing_keys
 from ..services.postgresql_opener import PostgreSQLOpener
 from ..storage import (
     Storage,
@@ -115,14 +115,35 @@ def init(ctx: click.Context) -> None:
     problem = write_problem(config.database, config.postgresql)
     if problem is not None:
         fail(f"The database {describe(config.database)} cannot be written: {problem}.")
-    emit(
-        {
-            "database": describe(config.database),
-            "status": "ready",
-            "schema_version_found": found,
-            "schema_version": left,
-        }
-    )
+    done: dict[str, object] = {
+        "database": describe(config.database),
+        "status": "ready",
+        "schema_version_found": found,
+        "schema_version": left,
+    }
+    try:
+        key = _signing_key(config)
+    except StorageError as error:
+        fail(f"No signing key could be made in {describe(config.database)}: {error}")
+    except signing_keys.KeyUnusable as error:
+        fail(str(error))
+    if key is not None:
+        done["signing_key"] = key
+    emit(done)
+
+
+def _signing_key(config: Config) -> str | None:
+    """With JWT RPTs: the current signing key's kid, the key made first when there is none (or
+    it is of another algorithm than jwt_algorithm); KeyUnusable when it does not open with this
+    secret_key. None with opaque RPTs."""
+    settings = signing_keys.configured(config)
+    if settings is None:
+        return None
+    store = open_storage(config.database, config.postgresql)
+    try:
+        return signing_keys.ready_signing_key(store, settings, CLOCK.now()).kid
+    finally:
+        store.close()
 
 
 @main.command()
@@ -151,6 +172,13 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
             describe(config.database),
             problem,
         )
+    if prepared and problem is None:
+        try:
+            _signing_key(config)
+        except StorageError as error:  # the first RPT signed makes it
+            logging.getLogger("umaserver").error("No signing key could be made now: %s", error)
+        except signing_keys.KeyUnusable as error:  # each grant answers 500 until it is fixed
+            logging.getLogger("umaserver").error("%s", error)
     settings = replace(
         config.server,
         host=host or config.server.host,
@@ -189,4 +217,4 @@ def _app(config: Config) -> Flask:
 
 
 # The command groups register themselves on `main`.
-from . import db, operators, rules  # noqa: E402, F401  (clients, users, tokens; the rule file; db copy)
+from . import db, keys, operators, rules  # noqa: E402, F401  (clients, users, tokens; the rule file; db copy; signing keys)

@@ -40,6 +40,7 @@ from .pushed_claims import (
     read_pushed,
     record_pushed,
 )
+from .signing_keys import JwtRpts
 
 log = logging.getLogger("umaserver.decisions")
 
@@ -80,12 +81,16 @@ def request_authorization(
     limits: Limits = _DEFAULT_LIMITS,
     server_issuer: str = "",
     sign_in_providers: Mapping[str, str] | None = None,
+    jwt: JwtRpts | None = None,
+    rpt_issuer: str | None = None,
 ) -> Outcome:
     """`rules` gives the rules of the ticket's owner, read in the request's transaction.
     `server_issuer` and `sign_in_providers` (issuer -> display name) are where this server can
     gather claims by redirecting a requesting party who is a person (`redirect_required`); without
     `server_issuer`, never. An AAT issued to a person brings the account claims about that person
-    (`account_claims`, vouched for by `server_issuer`)."""
+    (`account_claims`, vouched for by `server_issuer`). With `jwt`, a grant mints a JWT RPT whose
+    `iss` is `rpt_issuer` (the issuer of the document the client was sent through;
+    `server_issuer` when None)."""
     display_names = dict(sign_in_providers or {})
     can_gather = (
         gatherable(server_issuer, display_names, has_person=aat.user_sub is not None)
@@ -141,7 +146,15 @@ def request_authorization(
             if not storage.consume_ticket(ticket.digest):  # cannot happen under the lock
                 raise InvalidTicket()
             rpt = rpts.grant(
-                storage, now, aat, unverified_rpt, ticket.permissions, lifetimes, rpt_key
+                storage,
+                now,
+                aat,
+                unverified_rpt,
+                ticket.permissions,
+                lifetimes,
+                rpt_key,
+                jwt=jwt,
+                issuer=server_issuer if rpt_issuer is None else rpt_issuer,
             )
             outcome = Outcome("grant", rpt=rpt)
         elif decision.outcome == "deny":

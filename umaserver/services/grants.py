@@ -213,9 +213,9 @@ def rotate_refresh_token(storage: Storage, now: int, old: RefreshToken, issued: 
 
 
 def revoke_for_client(storage: Storage, token: str, client_id: str, hint: str | None) -> bool:
-    """RFC 7009: revokes `token` if it is an access or refresh token, or a persisted claims token
-    (UMA 2.0), of `client_id` (the hint, "access_token" or "refresh_token", says where to look
-    first). A refresh token takes its whole
+    """RFC 7009: revokes `token` if it is an access or refresh token, a persisted claims token
+    (UMA 2.0) or an RPT (opaque or JWT), of `client_id` (the hint, "access_token" or
+    "refresh_token", says where to look first). A refresh token takes its whole
     family along (RFC 7009 2.1); an access token its RPTs. False when nothing was revoked: unknown,
     another client's, or revoked already."""
     digest = secrets_at_rest.digest(token)
@@ -247,10 +247,16 @@ def revoke_for_client(storage: Storage, token: str, client_id: str, hint: str | 
             return None
         return found.client_id == client_id and storage.revoke_pct(digest)
 
+    def as_rpt() -> bool | None:
+        found = storage.get_rpt(digest)
+        if found is None:
+            return None
+        return found.client_id == client_id and storage.revoke_rpt(digest)
+
     order = (
-        (as_refresh_token, as_access_token, as_pct)
+        (as_refresh_token, as_access_token, as_pct, as_rpt)
         if hint == "refresh_token"
-        else (as_access_token, as_refresh_token, as_pct)
+        else (as_access_token, as_refresh_token, as_pct, as_rpt)
     )
     for attempt in order:
         outcome = attempt()

@@ -30,6 +30,7 @@ from ..errors import APIError, InvalidRequest, InvalidScope, TemporarilyUnavaila
 from ..storage import Storage
 from ..storage.records import Claim, Client, RequestedPermission, ResourceSet, Rpt
 from .decision import RulesFor, Supplier, decide_ticket, owner_name
+from .signing_keys import JwtRpts
 from .uma_grant import Answer, grant_rpt, own_rpt, read_claim_token
 
 log = logging.getLogger("umaserver.decisions")
@@ -197,8 +198,11 @@ def request_permissions(
     now: int,
     lifetimes: Lifetimes,
     rpt_key: bytes,
+    jwt: JwtRpts | None = None,
+    rpt_issuer: str = "",
 ) -> Answer:
-    """Keycloak's ticketless grant (see the module): `client` acts for `party` with `claims`."""
+    """Keycloak's ticketless grant (see the module): `client` acts for `party` with `claims`.
+    With `jwt`, a grant mints a JWT RPT whose `iss` is `rpt_issuer` (the realm's issuer)."""
     if response_mode is not None and response_mode not in RESPONSE_MODES:
         raise InvalidRequest(
             f"response_mode: {echo(response_mode)} is not one of {', '.join(RESPONSE_MODES)}."
@@ -212,7 +216,7 @@ def request_permissions(
         granted, whole = decide_permissions(storage, rules, supplier, party, claims, pairs)
         answer = _answer(
             storage, client, party, granted, whole, response_mode, submit_request, upgrading,
-            unverified_rpt, now, lifetimes, rpt_key,
+            unverified_rpt, now, lifetimes, rpt_key, jwt, rpt_issuer,
         )  # fmt: skip
     log.info(
         "decision=%s grant=uma-ticket form=keycloak audience=%s resource_sets=%s client=%s"
@@ -239,6 +243,8 @@ def _answer(
     now: int,
     lifetimes: Lifetimes,
     rpt_key: bytes,
+    jwt: JwtRpts | None,
+    rpt_issuer: str,
 ) -> Answer:
     if submit_request and not whole:
         # Keycloak files a request to the owners; until there are such requests here, it is
@@ -255,8 +261,9 @@ def _answer(
         )
     permissions = [RequestedPermission(rs.id, scopes) for rs, scopes in granted]
     return grant_rpt(
-        storage, now, client, party, upgrading, unverified_rpt, permissions, (), lifetimes, rpt_key
-    )
+        storage, now, client, party, upgrading, unverified_rpt, permissions, (), lifetimes, rpt_key,
+        jwt=jwt, issuer=rpt_issuer,
+    )  # fmt: skip
 
 
 def _access_denied(description: str) -> Answer:

@@ -48,6 +48,7 @@ from .pushed_claims import (
     read_pushed,
     record_pushed,
 )
+from .signing_keys import JwtRpts
 
 log = logging.getLogger("umaserver.decisions")
 
@@ -102,6 +103,8 @@ def request_rpt(
     person: str | None = None,
     account: Sequence[Claim] = (),
     jwt_type: str | None = None,
+    jwt: JwtRpts | None = None,
+    rpt_issuer: str | None = None,
 ) -> Answer:
     """`rules` gives the rules of the ticket's owner, read in the request's transaction; the
     claims interaction endpoint can gather claims of this server (`server_issuer`) and of the
@@ -110,7 +113,10 @@ def request_rpt(
     Keycloak's form (its realm face): the client acts with a person's token instead of its own
     credentials; `person` is then the requesting party, and `account` the claims this server
     vouches for about that person (used in the decision, never recorded nor carried in a PCT).
-    `jwt_type`: the claim type of a claim token of Keycloak's JWT format."""
+    `jwt_type`: the claim type of a claim token of Keycloak's JWT format.
+
+    With `jwt`, a grant mints a JWT RPT whose `iss` is `rpt_issuer` (the issuer of the document
+    the client was sent through: the realm's on the realm face; `server_issuer` when None)."""
     digest = secrets_at_rest.digest(request.ticket)
     # Verification (signatures, key look-ups) happens outside the write lock; nothing is recorded
     # unless the claim token passes.
@@ -200,6 +206,8 @@ def request_rpt(
                 claims,
                 lifetimes,
                 rpt_key,
+                jwt=jwt,
+                issuer=server_issuer if rpt_issuer is None else rpt_issuer,
             )
         elif decision.outcome == "deny":
             storage.finish_ticket(digest)
@@ -319,11 +327,29 @@ def grant_rpt(
     claims: Sequence[Claim],
     lifetimes: Lifetimes,
     rpt_key: bytes,
+    *,
+    jwt: JwtRpts | None = None,
+    issuer: str = "",
 ) -> Answer:
     """200 with an RPT holding these permissions: `upgrading` (the client's own live RPT, sent as
     `unverified_rpt`) with them added, else a new one of the client's for `party`; and a PCT
-    carrying `claims`, when there are any."""
-    if upgrading is not None and unverified_rpt is not None:
+    carrying `claims`, when there are any. With `jwt`, a new JWT RPT (`iss` = `issuer`) with every
+    live permission of that party and client, the upgraded one's among them."""
+    if jwt is not None:
+        # A signed token cannot gain permissions: a new one with every live permission of this
+        # party and client (the upgraded RPT's among them); the one upgraded stays valid.
+        rpt, record = rpts.mint_jwt(
+            storage,
+            now,
+            jwt,
+            issuer=issuer,
+            client_id=client.client_id,
+            party=party,
+            aat_digest=None,
+            granted=permissions,
+            lifetimes=lifetimes,
+        )
+    elif upgrading is not None and unverified_rpt is not None:
         rpts.add_permissions(storage, now, upgrading, permissions, lifetimes)
         rpt, record = unverified_rpt, upgrading
     else:

@@ -47,6 +47,7 @@ from .records import (
     ResourceSet,
     Rpt,
     Session,
+    SigningKey,
     StoredOwnerRule,
     Ticket,
     User,
@@ -447,6 +448,10 @@ class Rpts(Protocol):
 
     def revoke_rpts_of(self, aat_digest: str) -> int: ...
 
+    def revoke_rpt(self, digest: str) -> bool:
+        """Revokes one RPT; False when it is unknown or revoked already."""
+        ...
+
     def delete_rpts_expired_before(self, moment: int, limit: int) -> int:
         """Forgets at most `limit` RPTs that expired before `moment`, with their permissions."""
         ...
@@ -463,6 +468,13 @@ class Permissions(Protocol):
         """The RPT's unexpired permissions."""
         ...
 
+    def permissions_of_party(
+        self, client_id: str, requesting_party: str, now: int
+    ) -> list[Permission]:
+        """The unexpired permissions of every live (unrevoked, unexpired) RPT of this client and
+        requesting party, in the order they were issued (a set may come once for each RPT)."""
+        ...
+
     def permissions_for(
         self, rpt_digest: str, owner: str | None, client_id: str, now: int
     ) -> list[Permission]:
@@ -476,6 +488,27 @@ class Permissions(Protocol):
 
     def delete_permission(self, rpt_digest: str, rs_id: str) -> bool:
         """False when the RPT has no permission on that set."""
+        ...
+
+
+class SigningKeys(Protocol):
+    """The keys that sign JWT RPTs, by kid: at most one is current (new RPTs are signed with it),
+    the others verify until they are retired."""
+
+    def add_signing_key(self, key: SigningKey, *, replace_current: bool) -> bool:
+        """Adds `key` as the current key. With `replace_current`, the current key stops being
+        current first (it stays, to verify); without, the key is added only when no key is
+        current, and False says another was (nothing changed)."""
+        ...
+
+    def current_signing_key(self) -> SigningKey | None: ...
+
+    def signing_keys(self) -> list[SigningKey]:
+        """Every key, current or not, oldest first (ties by kid)."""
+        ...
+
+    def retire_signing_keys(self) -> list[str]:
+        """Deletes every key that is not current: their kids, sorted."""
         ...
 
 
@@ -612,6 +645,7 @@ class Storage(
     OwnerRules,
     FetchedUris,
     Pcts,
+    SigningKeys,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

@@ -212,7 +212,9 @@ class Ticket:
 
 @dataclass(frozen=True)
 class Rpt:
-    """An RPT: of an AAT (1.0), or of its client alone (the 2.0 grant: `aat_digest` None)."""
+    """An RPT: of an AAT (1.0), or of its client alone (the 2.0 grant: `aat_digest` None). A JWT
+    RPT is stored alike, by the digest of its text; its `seed` is its `jti` (a JWT is never made
+    again from it)."""
 
     digest: str
     seed: str
@@ -416,3 +418,18 @@ class FetchedImage:
     @property
     def size(self) -> int:
         return len(self.data)
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """A key that signs JWT RPTs: `kid`, its JWS algorithm (RS256, ES256), its public JWK as
+    published (a JSON object), its private key sealed (AES-GCM under a key derived from
+    `secret_key`: never stored in clear), when it was made, and whether it is the current key (the
+    one new RPTs are signed with; at most one is)."""
+
+    kid: str
+    algorithm: str
+    public_jwk: dict[str, Any]
+    sealed_key: str
+    created_at: int
+    current: bool = False

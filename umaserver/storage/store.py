@@ -16,6 +16,7 @@ from .owner_rules import OwnerRules
 from .pcts import Pcts
 from .resources import Resources
 from .sessions import Sessions
+from .signing_keys import SigningKeys
 from .tickets import Tickets
 from .tokens import Tokens
 
@@ -32,5 +33,6 @@ class SQLStorage(
     OwnerRules,
     FetchedUris,
     Pcts,
+    SigningKeys,
 ):
     """The contract's operations over one connection (see `contract.Storage`)."""

@@ -65,6 +65,14 @@ class Tokens(Handle):
             "UPDATE rpts SET revoked = TRUE WHERE aat_digest = ? AND revoked = FALSE", (aat_digest,)
         )
 
+    def revoke_rpt(self, digest: str) -> bool:
+        return (
+            self._write(
+                "UPDATE rpts SET revoked = TRUE WHERE digest = ? AND revoked = FALSE", (digest,)
+            )
+            == 1
+        )
+
     def delete_rpts_expired_before(self, moment: int, limit: int) -> int:
         return self._write(
             "DELETE FROM rpts WHERE digest IN"
@@ -103,6 +111,17 @@ class Tokens(Handle):
             " ORDER BY issued_at, resource_set_id",
             (rpt_digest, now),
             lock="NO KEY UPDATE",
+        )
+        return [stored.permission(row) for row in rows]
+
+    def permissions_of_party(
+        self, client_id: str, requesting_party: str, now: int
+    ) -> list[Permission]:
+        rows = self._all(
+            "SELECT p.* FROM permissions AS p JOIN rpts AS r ON r.digest = p.rpt_digest"
+            " WHERE r.client_id = ? AND r.requesting_party = ? AND r.revoked = FALSE"
+            " AND r.expires_at > ? AND p.expires_at > ? ORDER BY p.issued_at, p.resource_set_id",
+            (client_id, requesting_party, now, now),
         )
         return [stored.permission(row) for row in rows]
 

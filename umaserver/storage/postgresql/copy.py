@@ -46,6 +46,7 @@ TABLES = (
     "owner_rule_versions",
     "fetched_images",
     "fetched_uris",
+    "signing_keys",
 )
 
 
