@@ -936,3 +936,12 @@ def test_version_11_gives_the_uma_ticket_grant_to_confidential_clients_with_a_li
     assert found["public"] == metadata["public"]
     assert found["has-it"] == metadata["has-it"]
     assert found["unlisted"] == {}  # read with the defaults, which have it
+
+
+def test_db_copy_knows_every_table_of_the_schema(tmp_path: Path) -> None:
+    from umaserver.storage.postgresql.copy import TABLES
+
+    path = tmp_path / "uma.db"
+    prepare_database(path, NOW)
+    # schema_migrations is the target's own (written as its schema is made), never copied.
+    assert sorted(TABLES) == sorted(set(tables_in(path)) - {"schema_migrations"})

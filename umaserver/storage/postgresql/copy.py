@@ -30,6 +30,7 @@ TABLES = (
     "access_tokens",
     "resource_sets",
     "tickets",
+    "ticket_resources",
     "rpts",
     "permissions",
     "gathered_claims",
@@ -46,6 +47,8 @@ TABLES = (
     "owner_rule_versions",
     "fetched_images",
     "fetched_uris",
+    "pcts",
+    "pct_claims",
     "signing_keys",
 )
 
