@@ -37,7 +37,7 @@ from .conftest import (
     write_config,
 )
 from .flows import EMPLOYEE, PHOTO_TYPE
-from .test_keycloak_realm import OIDC, Realm, jwt_claims
+from .test_keycloak_realm import OIDC, REALM, Realm, jwt_claims
 from .test_keycloak_realm import RULES as REALM_RULES
 from .test_uma2_grant import RULES, UMA_TICKET, Uma2, basic, doctor, make_uma2_client
 
@@ -418,7 +418,12 @@ def test_on_the_realm_face_a_jwt_rpt_names_the_realm_as_its_issuer(realm: Realm)
     assert status == 200, body
     shared = body["access_token"]
     kid = pyjwt.get_unverified_header(shared)["kid"]
-    key = pyjwt.PyJWKSet.from_dict(realm.http.get("/jwks").json)[kid]
+    # The keys where Keycloak's clients look: the realm's jwks_uri, its certs (those of /jwks).
+    certs = realm.http.get(f"{REALM}/.well-known/openid-configuration").json["jwks_uri"]
+    assert certs == f"http://uma.test{OIDC}/certs"
+    published = realm.http.get(certs.removeprefix("http://uma.test")).json
+    assert published == realm.http.get("/jwks").json and published["keys"]
+    key = pyjwt.PyJWKSet.from_dict(published)[kid]
     issuer = "http://uma.test/realms/demo"
     claims = pyjwt.decode(
         shared, key, algorithms=["RS256"], audience=realm.rs.client_id, issuer=issuer

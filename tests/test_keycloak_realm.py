@@ -118,6 +118,8 @@ def test_the_realms_documents_name_the_realms_issuer_and_paths(http: FlaskClient
     assert http.get("/.well-known/uma2-configuration").json["issuer"] == "http://uma.test"
     assert http.get("/realms/other/.well-known/uma2-configuration").status_code == 404
     assert http.get(f"{OIDC}/userinfo").status_code == 404
+    # The realm's keys are /jwks's: none while RPTs are opaque.
+    assert http.get(f"{OIDC}/certs").json == http.get("/jwks").json == {"keys": []}
 
 
 def test_without_keycloak_the_realm_paths_do_not_exist(tmp_path: Path) -> None:

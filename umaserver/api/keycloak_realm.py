@@ -13,6 +13,7 @@ adapter over what the standard paths do, answering as Keycloak does where its an
   secret (a Bearer header beside it is tolerated): an RPT shows its permissions on the sets that
   client registered;
 * `/protocol/openid-connect/revoke`: /revoke;
+* `/protocol/openid-connect/certs`: the keys of /jwks (JWT RPTs);
 * `/authz/protection/permission`: /permission.
 
 Not served: `/userinfo` and `/logout` (this server is no OpenID provider), Keycloak's admin API,
@@ -35,7 +36,7 @@ from ..runtime import runtime
 from ..services.clients import UMA_TICKET
 from ..services.rpts import introspect_rpt_for_client
 from ..storage.per_request import storage
-from . import discovery, introspection, permissions, revocation
+from . import discovery, introspection, jwks, permissions, revocation
 from .bearer import AUTHORIZATION_SCOPE, PROTECTION_SCOPE
 from .client_requests import check_parameters, check_token_request
 from .code_grants import TOKEN_AUTH_METHODS
@@ -200,6 +201,12 @@ def _client_error(error: OAuth2Error) -> APIError:
     if isinstance(error, InvalidRequestError):
         return InvalidRequest(error.description or "The introspection request is malformed.")
     return InvalidClient()
+
+
+@bp.get(f"{_OIDC}/certs")
+def certs() -> Response:
+    """The keys that verify JWT RPTs: the same as /jwks."""
+    return jwks.jwks_response()
 
 
 @bp.post(f"{_OIDC}/revoke")
