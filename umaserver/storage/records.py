@@ -154,6 +154,24 @@ class ResourceSet:
 
 
 @dataclass(frozen=True)
+class ResourceSetQuery:
+    """Which of a resource server's sets a list holds, and which page of them (Keycloak's filters
+    of its resource list, which the standard list takes too). A filter left None passes every set.
+    `name` is a substring of the name, case aside for ASCII letters (or, with `exact_name`, the
+    whole name as registered); `uri` one of the set's `uris`; `type` its type as registered;
+    `scope` one of its scopes. The page: the sets from the `first` (0: the first) on, at most
+    `max` of them (None: all)."""
+
+    name: str | None = None
+    exact_name: bool = False
+    uri: str | None = None
+    type: str | None = None
+    scope: str | None = None
+    first: int = 0
+    max: int | None = None
+
+
+@dataclass(frozen=True)
 class OwnedResourceSet:
     """One line of an owner's list of resource sets: the set's name and type as registered, the
     resource server that registered it (its id and registered name), and how many live permissions

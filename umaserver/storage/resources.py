@@ -7,13 +7,65 @@ from typing import Any
 
 from . import rows as stored
 from .handle import Handle
-from .records import OwnedResourceSet, ResourceSet
+from .records import OwnedResourceSet, ResourceSet, ResourceSetQuery
 
 # In the order of creation (rowid, within a second): on SQLite, read from resource_sets_by_owner
 # alone.
 _LIST_RESOURCE_SETS = (
     "SELECT id FROM resource_sets WHERE owner = ? AND client_id = ? ORDER BY created_at, rowid"
 )
+_EVERY_SET = ResourceSetQuery()
+# What a page may ask for, at most (Keycloak's `first` and `max` are Java ints): larger numbers
+# are refused above this layer, and a page with no `max` reads this many.
+PAGE_LIMIT = 2**31 - 1
+# A value inside a JSON list of the description (`uris`, `scopes`): SQLite's words, which
+# PostgreSQL's dialect says as a jsonb containment (`@>`, which holds a string inside a list).
+_IN_URIS = "EXISTS (SELECT 1 FROM json_each(description, '$.uris') WHERE value = ?)"
+_IN_SCOPES = "EXISTS (SELECT 1 FROM json_each(description, '$.scopes') WHERE value = ?)"
+
+
+def _ascii_lower(text: str) -> str:
+    # As both databases' lower() folds (SQLite's always, PostgreSQL's under COLLATE "C"): ASCII.
+    return "".join(c.lower() if c.isascii() else c for c in text)
+
+
+def _list_statement(
+    owner: str | None, client_id: str, query: ResourceSetQuery
+) -> tuple[str, list[Any]]:
+    """The list's statement and its parameters: a fixed text for each combination of filters (so
+    each is translated once); the plain list's is `_LIST_RESOURCE_SETS`."""
+    if owner is not None and query == _EVERY_SET:
+        return _LIST_RESOURCE_SETS, [owner, client_id]
+    where: list[str] = []
+    parameters: list[Any] = []
+    if owner is not None:
+        where.append("owner = ?")
+        parameters.append(owner)
+    where.append("client_id = ?")
+    parameters.append(client_id)
+    if query.name is not None:
+        if query.exact_name:
+            where.append("name = ?")
+            parameters.append(query.name)
+        else:
+            where.append("instr(lower(name), ?) > 0")
+            parameters.append(_ascii_lower(query.name))
+    if query.type is not None:
+        where.append("type = ?")
+        parameters.append(query.type)
+    if query.uri is not None:
+        where.append(_IN_URIS)
+        parameters.append(query.uri)
+    if query.scope is not None:
+        where.append(_IN_SCOPES)
+        parameters.append(query.scope)
+    # Joined from this function's fixed fragments alone; every value is a parameter.
+    where_clause = " AND ".join(where)
+    sql = f"SELECT id FROM resource_sets WHERE {where_clause} ORDER BY created_at, rowid"  # noqa: S608
+    if query.max is not None or query.first:
+        sql += " LIMIT ? OFFSET ?"
+        parameters += [PAGE_LIMIT if query.max is None else query.max, query.first]
+    return sql, parameters
 
 
 class Resources(Handle):
@@ -95,11 +147,11 @@ class Resources(Handle):
             == 1
         )
 
-    def list_resource_sets(self, owner: str, client_id: str) -> list[str]:
-        return [
-            str(rs_id)
-            for rs_id in self._column(_LIST_RESOURCE_SETS, (owner, client_id), lock="SHARE")
-        ]
+    def list_resource_sets(
+        self, owner: str | None, client_id: str, query: ResourceSetQuery | None = None
+    ) -> list[str]:
+        sql, parameters = _list_statement(owner, client_id, query or _EVERY_SET)
+        return [str(rs_id) for rs_id in self._column(sql, parameters, lock="SHARE")]
 
     def resource_sets_of(
         self, owner: str, now: int, after: tuple[str, str] | None, limit: int
