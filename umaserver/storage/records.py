@@ -153,6 +153,11 @@ class ResourceSet:
         return self.name or str(self.description.get("type") or self.id)
 
 
+# The most a page of sets may skip or hold (Keycloak's `first` and `max` are Java ints); a page
+# without `max` holds up to this many.
+PAGE_LIMIT = 2**31 - 1
+
+
 @dataclass(frozen=True)
 class ResourceSetQuery:
     """Which of a resource server's sets a list holds, and which page of them (Keycloak's filters
@@ -160,7 +165,7 @@ class ResourceSetQuery:
     `name` is a substring of the name, case aside for ASCII letters (or, with `exact_name`, the
     whole name as registered); `uri` one of the set's `uris`; `type` its type as registered;
     `scope` one of its scopes. The page: the sets from the `first` (0: the first) on, at most
-    `max` of them (None: all)."""
+    `max` of them (None: all); both from 0 to PAGE_LIMIT."""
 
     name: str | None = None
     exact_name: bool = False

@@ -7,7 +7,7 @@ from typing import Any
 
 from . import rows as stored
 from .handle import Handle
-from .records import OwnedResourceSet, ResourceSet, ResourceSetQuery
+from .records import PAGE_LIMIT, OwnedResourceSet, ResourceSet, ResourceSetQuery
 
 # In the order of creation (rowid, within a second): on SQLite, read from resource_sets_by_owner
 # alone.
@@ -15,9 +15,6 @@ _LIST_RESOURCE_SETS = (
     "SELECT id FROM resource_sets WHERE owner = ? AND client_id = ? ORDER BY created_at, rowid"
 )
 _EVERY_SET = ResourceSetQuery()
-# What a page may ask for, at most (Keycloak's `first` and `max` are Java ints): larger numbers
-# are refused above this layer, and a page with no `max` reads this many.
-PAGE_LIMIT = 2**31 - 1
 # A value inside a JSON list of the description (`uris`, `scopes`): SQLite's words, which
 # PostgreSQL's dialect says as a jsonb containment (`@>`, which holds a string inside a list).
 _IN_URIS = "EXISTS (SELECT 1 FROM json_each(description, '$.uris') WHERE value = ?)"
