@@ -40,10 +40,15 @@ ALBUM = {
 }
 
 
-@pytest.fixture
-def config_path(tmp_path: Path, rules_text: str) -> Path:
+def realm_config(tmp_path: Path, rules_text: str) -> Path:
+    """The tests' config, with the realm face for REALM."""
     (tmp_path / "policies.toml").write_text(rules_text, encoding="utf-8")
     return write_config(tmp_path, extra=f'\n[keycloak]\nrealm = "{REALM}"\n')
+
+
+@pytest.fixture
+def config_path(tmp_path: Path, rules_text: str) -> Path:
+    return realm_config(tmp_path, rules_text)
 
 
 @pytest.fixture
