@@ -50,7 +50,7 @@ def _not_found() -> NotFound:
 def collection() -> Response:
     pat = authenticate(PROTECTION_SCOPE)
     if request.method == "GET":
-        if not request.args:  # the plain list, as the spec has it
+        if not request.query_string:  # the plain list, as the spec has it
             return json_response(storage().list_resource_sets(pat.owner, pat.client_id))
         # Keycloak's filters and page, as an extension (`deep` is the realm face's alone).
         asked = read_list_request(request.args)
