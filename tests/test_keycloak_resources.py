@@ -22,8 +22,10 @@ from .conftest import (
     make_client_party,
     make_party,
     revoke_token,
+    stored_user,
     write_config,
 )
+from .test_authorize import World
 
 REALM = "demo"
 COLLECTION = f"/realms/{REALM}/authz/protection/resource_set"
@@ -265,12 +267,16 @@ def test_another_resource_server_or_owner_sees_nothing(
 # -- Keycloak's owner: a resource server registering for a user ---------------------------------
 
 
-@pytest.mark.parametrize("owner", ["alice", {"name": "alice"}, {"id": "alice"}])
+@pytest.mark.parametrize("owner", ["alice", {"name": "alice"}, {"id": "alice"}, {"id": "sub"}])
 def test_the_resource_server_registers_for_a_user_who_gave_it_a_pat(
-    http: FlaskClient, rs: Party, server: Party, owner: Any
+    http: FlaskClient, store: Store, rs: Party, server: Party, owner: Any
 ) -> None:
+    alice = stored_user(store, "alice")
+    assert alice is not None
+    if owner == {"id": "sub"}:
+        owner = {"id": alice.sub}  # Keycloak's owner id: the user's
     created = create(http, server, {**ALBUM, "owner": owner})
-    assert created["owner"]["name"] == "alice"
+    assert created["owner"] == {"id": alice.sub, "name": "alice"}
     rs_id = created["_id"]
     # The set is alice's: her PAT sees it on both faces, and her rules will decide about it.
     assert http.get(STANDARD, headers=rs.auth).json == [rs_id]
@@ -287,11 +293,26 @@ def test_the_resource_server_registers_for_a_user_who_gave_it_a_pat(
     assert http.get(STANDARD, headers=rs.auth).json == []
 
 
-def test_a_past_pat_is_consent_enough(
+def test_a_revoked_pat_is_consent_taken_back(
     http: FlaskClient, store: Store, rs: Party, server: Party
 ) -> None:
     assert revoke_token(store, rs.token)
+    response = send(http, "POST", COLLECTION, server, {**ALBUM, "owner": "alice"})
+    assert_error(response, 400, "invalid_request", "owner")
+
+
+def test_a_standing_consent_is_enough(http: FlaskClient, store: Store) -> None:
+    # alice allows the web client uma_protection at /authorize and never exchanges the code.
+    world = World(http, store)
+    world.sign_in()
+    assert world.decide(world.url()).status_code == 302
+    server = make_client_party(store, world.app[0], "uma_protection")
     assert create(http, server, {**ALBUM, "owner": "alice"})["owner"]["name"] == "alice"
+    other = make_client_party(
+        store, make_party(store, "x", "uma_protection").client_id, "uma_protection"
+    )
+    response = send(http, "POST", COLLECTION, other, {**ALBUM, "owner": "alice"})
+    assert_error(response, 400, "invalid_request", "owner")
 
 
 def test_the_resource_servers_own_sets_are_its_own(

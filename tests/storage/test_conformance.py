@@ -306,7 +306,7 @@ def test_revoking_an_access_token_works_once(store: Storage) -> None:
     ("token_scope", "revoked", "asked", "expected"),
     [
         ("uma_protection", False, "uma_protection", True),
-        ("uma_protection", True, "uma_protection", True),  # revoked, still given once
+        ("uma_protection", True, "uma_protection", False),  # revoked: given, then taken back
         ("openid uma_protection", False, "uma_protection", True),
         ("uma_protection openid", False, "uma_protection", True),
         ("uma_authorization", False, "uma_protection", False),

@@ -18,6 +18,7 @@ from ..storage.records import (
     ResourceSet,
     ResourceSetQuery,
     Ticket,
+    User,
 )
 
 # The scope of a PAT (UMA 1.0's protection API token).
@@ -91,7 +92,7 @@ def list_resource_sets(
     """The ids of the sets of this PAT's owner at its resource server that pass `query`; with
     `every_owner` (Keycloak's resource server acting for itself), of every owner there. Keycloak's
     `owner` filter, `owner_name`, keeps those of one owner: a username, or the resource server's
-    own client id for its own sets."""
+    own client id for its own sets (or a user's sub, as Keycloak's owner id)."""
     owner = None if every_owner else pat.owner
     if owner_name is not None:
         named = _owner_named(storage, pat, owner_name)
@@ -104,16 +105,21 @@ def list_resource_sets(
 def _owner_named(storage: Storage, pat: AccessToken, name: str) -> str | None:
     if name == pat.client_id:
         return f"client:{pat.client_id}"
-    user = storage.get_user_by_username(name)
+    user = _user_named(storage, name)
     return user.sub if user is not None else None
+
+
+def _user_named(storage: Storage, name: str) -> User | None:
+    # A username, or (Keycloak's owner `id`) a user's sub.
+    return storage.get_user_by_username(name) or storage.get_user(name)
 
 
 def registering_for(storage: Storage, pat: AccessToken, owner_name: str) -> AccessToken:
     """The PAT to register a set with when Keycloak's `owner` names `owner_name` (a username, or
     the resource server's own client id): the PAT itself when it is that owner's; a resource
-    server acting for itself may register for a user who has given it a PAT (a live or past one,
-    or the consent behind one: what UMA rests on), and the set is then that user's. Raises
-    InvalidRequest naming why not."""
+    server acting for itself may register for a user who has given it a PAT (the consent UMA
+    rests on: a PAT live or expired, not revoked, or the user's standing consent to the scope),
+    and the set is then that user's. Raises InvalidRequest naming why not."""
     if _owner_named(storage, pat, owner_name) == pat.owner:
         return pat
     if pat.user_sub is not None:
@@ -121,7 +127,7 @@ def registering_for(storage: Storage, pat: AccessToken, owner_name: str) -> Acce
             "owner: a set registered with a person's PAT is that person's; register for another"
             " owner with that owner's PAT, or with the resource server's own token."
         )
-    user = storage.get_user_by_username(owner_name)
+    user = _user_named(storage, owner_name)
     if user is None or not (
         storage.has_access_token(user.sub, pat.client_id, PROTECTION_SCOPE)
         or storage.has_consent(user.sub, pat.client_id, PROTECTION_SCOPE)

@@ -213,7 +213,7 @@ class AccessTokens(Protocol):
 
     def has_access_token(self, user_sub: str, client_id: str, scope: str) -> bool:
         """Whether this user has been issued an access token at this client whose scope includes
-        `scope` (one scope name) that is still stored: live, expired or revoked."""
+        `scope` (one scope name) that is unrevoked and still stored: live or expired."""
         ...
 
     def delete_access_tokens_expired_before(self, moment: int, limit: int) -> int:
