@@ -200,6 +200,18 @@ def test_scopes_as_names_or_objects_under_either_name(
     assert created["resource_scopes"] == [{"name": "view"}, {"name": "print"}]
 
 
+@pytest.mark.parametrize(
+    ("extension", "uris"),
+    [({"uris": "/one"}, ["/one"]), ({"uris": {"a": "/one"}}, []), ({"uris": ["/a", 1]}, ["/a"])],
+)
+def test_a_standard_sets_odd_uris_read_as_a_list_of_strings(
+    http: FlaskClient, rs: Party, extension: dict[str, Any], uris: list[str]
+) -> None:
+    body = {"name": "Odd", "scopes": ["view"], **extension}
+    rs_id = http.post(STANDARD, json=body, headers=rs.auth).json["_id"]
+    assert send(http, "GET", f"{COLLECTION}/{rs_id}", rs).json["uris"] == uris
+
+
 def test_a_set_without_scopes_or_uris(http: FlaskClient, rs: Party) -> None:
     created = create(http, rs, {"name": "Bare"})
     assert created["resource_scopes"] == created["uris"] == []
@@ -234,6 +246,9 @@ def test_update_answers_204_and_replaces_the_representation(http: FlaskClient, r
     assert response.get_data() == b"" and "Content-Type" not in response.headers
     read = send(http, "GET", f"{COLLECTION}/{rs_id}", rs).json
     assert read["name"] == "Renamed" and read["scopes"] == [{"name": "view"}]
+    # What a read answers may be sent back as it is (its owner object, its scope objects).
+    assert send(http, "PUT", f"{COLLECTION}/{rs_id}", rs, read).status_code == 204
+    assert send(http, "GET", f"{COLLECTION}/{rs_id}", rs).json == read
     # The standard face keeps the standard answer.
     again = http.put(f"{STANDARD}/{rs_id}", json={"name": "Std", "scopes": ["a"]}, headers=rs.auth)
     assert again.status_code == 200 and again.json == {"_id": rs_id}

@@ -125,10 +125,10 @@ def representation(resource_set: ResourceSet, owner_id: str, owner_name: str) ->
             body[member] = description[member]
     body["owner"] = {"id": owner_id, "name": owner_name}
     body["ownerManagedAccess"] = description.get("ownerManagedAccess") is True
-    uris = description.get("uris")
-    if uris is None and isinstance(description.get("uri"), str):
-        uris = [description["uri"]]  # the standard face's single uri
-    body["uris"] = [uri for uri in uris or () if isinstance(uri, str)]
+    uris = description.get("uris", description.get("uri"))  # or the standard face's one uri
+    if isinstance(uris, str):
+        uris = [uris]
+    body["uris"] = [uri for uri in uris if isinstance(uri, str)] if isinstance(uris, list) else []
     scopes = [{"name": scope} for scope in resource_set.scopes]
     body["resource_scopes"] = scopes
     body["scopes"] = scopes
