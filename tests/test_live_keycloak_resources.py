@@ -1,10 +1,7 @@
 """python-keycloak 7.1.1's `KeycloakUMA.resource_set_*`, unmodified, against a live server with
 `[keycloak] realm`: the resource server's own token (client_credentials) registers a set for
-alice, who has given it a PAT, then reads, updates, lists with every filter, and deletes it.
-
-The realm's discovery document is another part of issue 24: until it is served, the client is
-given the one member these methods read (`resource_registration_endpoint`) as the document would
-give it."""
+alice, who has given it a PAT, then reads, updates, lists with every filter, and deletes it. The
+client finds the endpoint in the realm's discovery document, as it does against Keycloak."""
 
 from __future__ import annotations
 
@@ -38,11 +35,7 @@ def uma_with(server: LiveServer, client: dict[str, str], access_token: str) -> K
         client_secret_key=client["client_secret"],
         token={"access_token": access_token, "expires_in": 3600},
     )
-    uma = KeycloakUMA(connection)
-    endpoint = f"{server.url}/realms/{REALM}/authz/protection/resource_set"
-    # Until the realm serves its discovery document (see the module).
-    uma._well_known = {"resource_registration_endpoint": endpoint}
-    return uma
+    return KeycloakUMA(connection)
 
 
 def test_python_keycloaks_resource_set_methods(server: LiveServer) -> None:
