@@ -23,6 +23,7 @@ from .api import (
     jwks,
     keycloak_policies,
     keycloak_realm,
+    keycloak_resources,
     metadata,
     openapi,
     permissions,
@@ -155,6 +156,10 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         # Keycloak's user-managed policy API on the realm face.
         app.register_blueprint(
             keycloak_policies.bp, url_prefix=f"/realms/{config.keycloak.realm}/authz/protection"
+        )
+        # Keycloak's resource registration on the realm face.
+        app.register_blueprint(
+            keycloak_resources.bp, url_prefix=f"/realms/{config.keycloak.realm}/authz/protection"
         )
     # The pages for people (home, sign-in): HTML, their own headers and error pages.
     pages.init_app(app)

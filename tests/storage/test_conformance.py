@@ -25,6 +25,7 @@ from umaserver.storage.records import (
     Permission,
     RequestedPermission,
     ResourceSet,
+    ResourceSetQuery,
     Rpt,
     Session,
     SigningKey,
@@ -301,6 +302,31 @@ def test_revoking_an_access_token_works_once(store: Storage) -> None:
     assert store.revoke_access_token(make_token(store, revoked=True).digest) is False
 
 
+@pytest.mark.parametrize(
+    ("token_scope", "revoked", "asked", "expected"),
+    [
+        ("uma_protection", False, "uma_protection", True),
+        ("uma_protection", True, "uma_protection", False),  # revoked: given, then taken back
+        ("openid uma_protection", False, "uma_protection", True),
+        ("uma_protection openid", False, "uma_protection", True),
+        ("uma_authorization", False, "uma_protection", False),
+        ("uma_protection_x", False, "uma_protection", False),
+        ("x_uma_protection", False, "uma_protection", False),
+    ],
+)
+def test_whether_a_user_has_been_issued_a_token_at_a_client(
+    store: Storage, token_scope: str, revoked: bool, asked: str, expected: bool
+) -> None:
+    alice, bob = make_user(store), make_user(store)
+    client, other_client = make_client(store), make_client(store)
+    make_token(store, client, alice, revoked=revoked, scope=token_scope)
+    make_token(store, client, scope=asked)  # the client's own, for no user
+    make_token(store, other_client, bob, scope=asked)
+    assert store.has_access_token(alice.sub, client.client_id, asked) is expected
+    assert store.has_access_token(alice.sub, other_client.client_id, asked) is False
+    assert store.has_access_token(bob.sub, client.client_id, asked) is False
+
+
 def expiring_token(store: Storage, client: Client, expires_at: int) -> AccessToken:
     token = AccessToken(
         f"at-expiring-{expires_at}",
@@ -431,6 +457,108 @@ def test_resource_sets_registered_in_one_second_are_listed_in_registration_order
     for rs_id in ("zeta", "alpha", "mu"):
         make_set(store, client, "alice", T, rs_id=rs_id)
     assert store.list_resource_sets("alice", client.client_id) == ["zeta", "alpha", "mu"]
+
+
+_FILTERED = {
+    "photos": {
+        "name": "Holiday Photos",
+        "type": "photo",
+        "scopes": ["view", "print"],
+        "uris": ["/photos/1", "/p"],
+    },
+    "notes": {"name": "holiday notes", "type": "note", "scopes": ["read"], "uris": ["/notes/1"]},
+    "work": {"name": "Work", "type": "photo", "scopes": ["view"], "extra": ["/notes/1"]},
+    "sale": {"name": "50% off_sale", "scopes": ["/p"], "uris": []},
+    "doctors": {"name": "Ärzte", "type": "PHOTO", "scopes": ["view"], "uris": ["/Photos/1"]},
+    "unnamed": {"resource_scopes_were": "given", "scopes": ["view"], "uris": ["/p", "/p"]},
+}
+
+
+def _filtered_sets(store: Storage) -> tuple[Client, dict[str, str]]:
+    """The sets of _FILTERED, alice's at one resource server, one a second; and, not to be
+    listed, one like each of them of bob's and one of alice's at another server."""
+    client, other_client = make_client(store), make_client(store)
+    ids = {}
+    for n, (key, description) in enumerate(_FILTERED.items()):
+        ids[key] = make_set(store, client, "alice", T + n, description=description).id
+        make_set(store, client, "bob", T + n, description=description)
+        make_set(store, other_client, "alice", T + n, description=description)
+    return client, ids
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        (ResourceSetQuery(), ["photos", "notes", "work", "sale", "doctors", "unnamed"]),
+        # A name: a substring, case aside (ASCII letters only, as both databases fold case).
+        (ResourceSetQuery(name="holiday"), ["photos", "notes"]),
+        (ResourceSetQuery(name="OTO"), ["photos"]),
+        (ResourceSetQuery(name="%"), ["sale"]),
+        (ResourceSetQuery(name="_"), ["sale"]),
+        (ResourceSetQuery(name="ÄR"), ["doctors"]),
+        (ResourceSetQuery(name="är"), []),
+        (ResourceSetQuery(name="nothing like it"), []),
+        # ...or the whole name, as registered.
+        (ResourceSetQuery(name="holiday notes", exact_name=True), ["notes"]),
+        (ResourceSetQuery(name="Holiday", exact_name=True), []),
+        (ResourceSetQuery(name="HOLIDAY NOTES", exact_name=True), []),
+        # A type as registered; a URI of the set's `uris` (not elsewhere in the description).
+        (ResourceSetQuery(type="photo"), ["photos", "work"]),
+        (ResourceSetQuery(type="phot"), []),
+        (ResourceSetQuery(uri="/p"), ["photos", "unnamed"]),
+        (ResourceSetQuery(uri="/notes/1"), ["notes"]),
+        (ResourceSetQuery(uri="/photos"), []),
+        (ResourceSetQuery(uri="/photos/1"), ["photos"]),
+        # A scope of the set's scopes.
+        (ResourceSetQuery(scope="view"), ["photos", "work", "doctors", "unnamed"]),
+        (ResourceSetQuery(scope="/p"), ["sale"]),
+        (ResourceSetQuery(scope="vie"), []),
+        # Together: every filter must pass.
+        (ResourceSetQuery(name="o", type="photo", scope="print"), ["photos"]),
+        (ResourceSetQuery(name="holiday", uri="/notes/1", scope="read"), ["notes"]),
+        (ResourceSetQuery(name="work", type="photo", scope="print"), []),
+        # And a page of what passes.
+        (ResourceSetQuery(first=2), ["work", "sale", "doctors", "unnamed"]),
+        (ResourceSetQuery(max=2), ["photos", "notes"]),
+        (ResourceSetQuery(first=1, max=2), ["notes", "work"]),
+        (ResourceSetQuery(first=5, max=10), ["unnamed"]),
+        (ResourceSetQuery(first=6), []),
+        (ResourceSetQuery(max=0), []),
+        (ResourceSetQuery(scope="view", first=1, max=2), ["work", "doctors"]),
+    ],
+)
+def test_listing_resource_sets_by_filters_and_pages(
+    store: Storage, query: ResourceSetQuery, expected: list[str]
+) -> None:
+    client, ids = _filtered_sets(store)
+    assert store.list_resource_sets("alice", client.client_id, query) == [
+        ids[key] for key in expected
+    ]
+
+
+def test_listing_the_sets_of_every_owner_at_a_resource_server(store: Storage) -> None:
+    client, other_client = make_client(store), make_client(store)
+    made = [make_set(store, client, owner, T + n).id for n, owner in enumerate("abcab")]
+    make_set(store, other_client, "a", T)
+    assert store.list_resource_sets(None, client.client_id) == made
+    assert (
+        store.list_resource_sets(None, client.client_id, ResourceSetQuery(first=1, max=3))
+        == (made[1:4])
+    )
+    assert store.list_resource_sets(None, make_client(store).client_id) == []
+
+
+def test_pages_of_sets_registered_in_one_second_hold_each_set_once(store: Storage) -> None:
+    client = make_client(store)
+    made = [make_set(store, client, "alice", T + n // 7).id for n in range(30)]
+    pages = [
+        store.list_resource_sets("alice", client.client_id, ResourceSetQuery(first=first, max=4))
+        for first in range(0, 32, 4)
+    ]
+    assert [rs_id for page in pages for rs_id in page] == made
+    assert store.list_resource_sets(
+        "alice", client.client_id, ResourceSetQuery(scope="view", first=0, max=30)
+    ) == store.list_resource_sets("alice", client.client_id)
 
 
 def test_an_owners_sets_across_resource_servers_come_in_pages_by_name_and_id(

@@ -9,10 +9,20 @@ from dataclasses import replace
 from typing import Any
 
 from .. import secrets_at_rest
-from ..errors import APIError, InvalidResourceSetId, InvalidScope, echo
+from ..errors import APIError, InvalidRequest, InvalidResourceSetId, InvalidScope, echo
 from ..fetching.queue import queue_resource_set, resource_set_uris
 from ..storage import Storage
-from ..storage.records import AccessToken, RequestedPermission, ResourceSet, Ticket
+from ..storage.records import (
+    AccessToken,
+    RequestedPermission,
+    ResourceSet,
+    ResourceSetQuery,
+    Ticket,
+    User,
+)
+
+# The scope of a PAT (UMA 1.0's protection API token).
+PROTECTION_SCOPE = "uma_protection"
 
 
 def create_resource_set(
@@ -69,6 +79,82 @@ def delete_resource_set(storage: Storage, pat: AccessToken, rs_id: str) -> bool:
     """Deletes one of this owner's and resource server's sets, with the permissions on it; the
     open tickets that ask for it, in any of their pairs, end. False when there is none."""
     return storage.delete_resource_set(rs_id, pat.owner, pat.client_id)
+
+
+def list_resource_sets(
+    storage: Storage,
+    pat: AccessToken,
+    query: ResourceSetQuery,
+    owner_name: str | None = None,
+    *,
+    every_owner: bool = False,
+) -> list[str]:
+    """The ids of the sets of this PAT's owner at its resource server that pass `query`; with
+    `every_owner` (Keycloak's resource server acting for itself), of every owner there. Keycloak's
+    `owner` filter, `owner_name`, keeps those of one owner: a username, or the resource server's
+    own client id for its own sets (or a user's sub, as Keycloak's owner id)."""
+    owner = None if every_owner else pat.owner
+    if owner_name is not None:
+        named = _owner_named(storage, pat, owner_name)
+        if named is None or (owner is not None and named != owner):
+            return []
+        owner = named
+    return storage.list_resource_sets(owner, pat.client_id, query)
+
+
+def _owner_named(storage: Storage, pat: AccessToken, name: str) -> str | None:
+    if name == pat.client_id:
+        return f"client:{pat.client_id}"
+    user = _user_named(storage, name)
+    return user.sub if user is not None else None
+
+
+def _user_named(storage: Storage, name: str) -> User | None:
+    # A username, or (Keycloak's owner `id`) a user's sub.
+    return storage.get_user_by_username(name) or storage.get_user(name)
+
+
+def registering_for(storage: Storage, pat: AccessToken, owner_name: str) -> AccessToken:
+    """The PAT to register a set with when Keycloak's `owner` names `owner_name` (a username, or
+    the resource server's own client id): the PAT itself when it is that owner's; a resource
+    server acting for itself may register for a user who has given it a PAT (the consent UMA
+    rests on: a PAT live or expired, not revoked, or the user's standing consent to the scope),
+    and the set is then that user's. Raises InvalidRequest naming why not."""
+    if _owner_named(storage, pat, owner_name) == pat.owner:
+        return pat
+    if pat.user_sub is not None:
+        raise InvalidRequest(
+            "owner: a set registered with a person's PAT is that person's; register for another"
+            " owner with that owner's PAT, or with the resource server's own token."
+        )
+    user = _user_named(storage, owner_name)
+    if user is None or not (
+        storage.has_access_token(user.sub, pat.client_id, PROTECTION_SCOPE)
+        or storage.has_consent(user.sub, pat.client_id, PROTECTION_SCOPE)
+    ):
+        raise InvalidRequest(
+            f"owner: {echo(owner_name)} is not a user who has given this resource server a PAT"
+            " (a token of scope uma_protection), so it cannot register sets for them."
+        )
+    return replace(pat, user_sub=user.sub, username=user.username)
+
+
+def find_registered_set(
+    storage: Storage, pat: AccessToken, rs_id: str, *, every_owner: bool = False
+) -> tuple[ResourceSet, AccessToken] | None:
+    """One of the sets `list_resource_sets` would list (by id), with the PAT to change it with:
+    the set's owner's, as `registering_for` gave it (the resource server acting for itself
+    changes the sets it registered for users); None when there is none."""
+    if not every_owner:
+        found = storage.get_resource_set(rs_id, pat.owner, pat.client_id)
+        return None if found is None else (found, pat)
+    found = storage.find_resource_set(rs_id)
+    if found is None or found.client_id != pat.client_id:
+        return None
+    if found.owner == pat.owner:
+        return found, pat
+    # The resource server registered it for a user who had given it a PAT.
+    return found, replace(pat, user_sub=found.owner, username=storage.get_username(found.owner))
 
 
 def register_permission(

@@ -185,6 +185,14 @@ class Accounts(Handle):
             ),
         )
 
+    def has_access_token(self, user_sub: str, client_id: str, scope: str) -> bool:
+        row = self._one(
+            "SELECT 1 FROM access_tokens WHERE user_sub = ? AND client_id = ?"
+            " AND instr(' ' || scope || ' ', ' ' || ? || ' ') > 0 AND revoked = FALSE LIMIT 1",
+            (user_sub, client_id, scope),
+        )
+        return row is not None
+
     def get_access_token(self, digest: str) -> AccessToken | None:
         row = self._one(
             "SELECT t.*, u.username FROM access_tokens AS t"

@@ -45,6 +45,7 @@ from .records import (
     RefreshToken,
     RequestedPermission,
     ResourceSet,
+    ResourceSetQuery,
     Rpt,
     Session,
     SigningKey,
@@ -210,6 +211,11 @@ class AccessTokens(Protocol):
         """False when no such unrevoked token exists."""
         ...
 
+    def has_access_token(self, user_sub: str, client_id: str, scope: str) -> bool:
+        """Whether this user has been issued an access token at this client whose scope includes
+        `scope` (one scope name) that is unrevoked and still stored: live or expired."""
+        ...
+
     def delete_access_tokens_expired_before(self, moment: int, limit: int) -> int:
         """Forgets at most `limit` PATs and AATs that expired before `moment` and under which no
         RPT is stored any more (an RPT may outlive its AAT: it goes first)."""
@@ -316,8 +322,12 @@ class ResourceSets(Protocol):
         then on."""
         ...
 
-    def list_resource_sets(self, owner: str, client_id: str) -> list[str]:
-        """The ids in the order they were registered."""
+    def list_resource_sets(
+        self, owner: str | None, client_id: str, query: ResourceSetQuery | None = None
+    ) -> list[str]:
+        """The ids of the sets this resource server registered for `owner` (None: for any owner)
+        that pass every filter of `query`, in the order they were registered (oldest first), from
+        `query.first` on, at most `query.max` of them."""
         ...
 
     def resource_sets_of(

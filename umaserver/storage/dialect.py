@@ -9,7 +9,9 @@ once, on first use, and keeps the result (`text`):
   database at its start (`BEGIN IMMEDIATE`), so nothing a transaction read can change before it
   ends, and this process's writers queue for it (`take_turn`).
 * **PostgreSQL** takes `%s` for `?` (and `%%` for `%`), calls SQLite's `rowid` (the order rows
-  were added in) by its own column `seq`, and `instr` (a substring's position) `strpos`. A read
+  were added in) by its own column `seq`, `instr` (a substring's position) `strpos`, and a
+  search of a JSON list (`EXISTS (SELECT 1 FROM json_each(col, '$.key') WHERE value = ?)`) a
+  jsonb containment (`(col::jsonb -> 'key') @> to_jsonb(?::text)`). A read
   inside a transaction appends the lock its caller names (`lock=`, see `handle.Handle`), so that
   what the transaction read stays true until it ends (`row_locks`).
 

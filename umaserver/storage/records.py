@@ -153,6 +153,29 @@ class ResourceSet:
         return self.name or str(self.description.get("type") or self.id)
 
 
+# The most a page of sets may skip or hold (Keycloak's `first` and `max` are Java ints); a page
+# without `max` holds up to this many.
+PAGE_LIMIT = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class ResourceSetQuery:
+    """Which of a resource server's sets a list holds, and which page of them (Keycloak's filters
+    of its resource list, which the standard list takes too). A filter left None passes every set.
+    `name` is a substring of the name, case aside for ASCII letters (or, with `exact_name`, the
+    whole name as registered); `uri` one of the set's `uris`; `type` its type as registered;
+    `scope` one of its scopes. The page: the sets from the `first` (0: the first) on, at most
+    `max` of them (None: all); both from 0 to PAGE_LIMIT."""
+
+    name: str | None = None
+    exact_name: bool = False
+    uri: str | None = None
+    type: str | None = None
+    scope: str | None = None
+    first: int = 0
+    max: int | None = None
+
+
 @dataclass(frozen=True)
 class OwnedResourceSet:
     """One line of an owner's list of resource sets: the set's name and type as registered, the

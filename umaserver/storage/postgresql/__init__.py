@@ -97,6 +97,7 @@ class PostgreSQL(Dialect):
     def _translate(self, sql: str, lock: str | None) -> str:
         text = sql.replace("%", "%%").replace("?", "%s")
         text = _ROWID.sub("seq", _INSTR.sub("strpos(", text))
+        text = _IN_JSON_LIST.sub(r"(\1::jsonb -> '\2') @> to_jsonb(%s::text)", text)
         return text if lock is None else f"{text} FOR {lock}"
 
     def unavailable(self, error: Exception) -> StorageUnavailable | None:
@@ -117,6 +118,12 @@ class PostgreSQL(Dialect):
 # position (same arguments).
 _ROWID = re.compile(r"\browid\b")
 _INSTR = re.compile(r"\binstr\(")
+# And whether a JSON list in a column holds a string: SQLite reads the list's values, PostgreSQL
+# asks whether the jsonb list contains the string (`@>`: a list contains a string it holds; a
+# missing member is NULL, which holds nothing). Written after `?` became `%s`.
+_IN_JSON_LIST = re.compile(
+    r"EXISTS \(SELECT 1 FROM json_each\((\w+), '\$\.(\w+)'\) WHERE value = %s\)"
+)
 
 POSTGRESQL = PostgreSQL()
 
