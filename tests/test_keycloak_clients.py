@@ -5,6 +5,7 @@ policy methods and permissions_check)."""
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import requests
 from keycloak import KeycloakOpenID, KeycloakOpenIDConnection, KeycloakUMA
-from keycloak.exceptions import KeycloakAuthenticationError
+from keycloak.exceptions import KeycloakAuthenticationError, KeycloakPostError
 from keycloak.uma_permissions import UMAPermission
 
 from .conftest import LiveServer, Store, make_party, open_store, start_server, stop_server
@@ -169,3 +170,24 @@ def test_the_readmes_example_works_as_written(
     example = example.replace('"Photos#view"', '"Shared#view"')
     exec(example, {"RS_ID": world.rs_id, "RS_SECRET": world.rs_secret, "person_token": world.bob})  # noqa: S102
     assert capsys.readouterr().out == "True\n"
+
+
+def test_permission_ticket_create_with_the_resource_servers_own_token(world: World) -> None:
+    uma = world.uma()  # KeycloakUMA's connection: the resource server's own token
+    ticket = uma.permission_ticket_create([UMAPermission(resource="Photos", scope="view")])
+    assert ticket["ticket"]
+    # The ticket is for alice's Photos: bob, a doctor by the app's word, is granted it.
+    reply = requests.post(
+        f"{world.server.url}/realms/demo/protocol/openid-connect/token",
+        data={
+            "grant_type": "urn:ietf:params:oauth:grant-type:uma-ticket",
+            "ticket": ticket["ticket"],
+            "claim_token": base64.urlsafe_b64encode(b'{"role": ["doctor"]}').decode(),
+            "claim_token_format": "urn:ietf:params:oauth:token-type:jwt",
+        },
+        headers={"Authorization": f"Bearer {world.bob}"},
+        timeout=10,
+    )
+    assert reply.status_code == 200, reply.text
+    with pytest.raises(KeycloakPostError):
+        uma.permission_ticket_create([UMAPermission(resource="Nothing", scope="view")])

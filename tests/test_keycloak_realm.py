@@ -14,7 +14,15 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
-from .conftest import Party, Store, make_party, stored_rpt, stored_user, write_config
+from .conftest import (
+    Party,
+    Store,
+    make_party,
+    stored_rpt,
+    stored_ticket,
+    stored_user,
+    write_config,
+)
 from .flows import EMPLOYEE, PHOTO_TYPE, PHOTOS_FOR_DOCTORS_AND_COLLEAGUES
 from .test_uma2_grant import UMA_TICKET, basic, make_uma2_client
 
@@ -385,3 +393,32 @@ def test_bad_keycloak_requests_are_named(realm: Realm, data: dict[str, Any], err
     base = {"grant_type": UMA_TICKET, "audience": realm.rs.client_id}
     status, body = realm.token({**base, **data}, realm.bob.token)
     assert status == 400 and error in body["error_description"], body
+
+
+def test_the_resource_servers_own_token_asks_for_any_owners_sets_one_owner_a_ticket(
+    realm: Realm, store: Store
+) -> None:
+    own = realm.token(keycloak_client_credentials(realm.rs.client_id, realm.rs.client_secret))[1]
+    auth = {"Authorization": f"Bearer {own['access_token']}"}
+    bobs_pat = make_party(store, "bob", "uma_protection", client_id=realm.rs.client_id)
+    bobs = realm.http.post(
+        "/rs/resource_set",
+        json={"name": "Bob's", "resource_scopes": ["view"]},
+        headers=bobs_pat.auth,
+    ).json["_id"]
+
+    def ask(path: str, sets: list[str], headers: dict[str, str]) -> Any:
+        body = [{"resource_id": rs_id, "resource_scopes": ["view"]} for rs_id in sets]
+        return realm.http.post(path, json=body, headers=headers)
+
+    permission = f"{REALM}/authz/protection/permission"
+    reply = ask(permission, [realm.photos, realm.shared], auth)
+    assert reply.status_code == 201
+    ticket = stored_ticket(store, reply.json["ticket"])
+    alice = stored_user(store, "alice")
+    assert ticket is not None and alice is not None and ticket.owner == alice.sub
+    reply = ask(permission, [realm.photos, bobs], auth)
+    assert reply.status_code == 400 and "one owner" in reply.json["error_description"]
+    # A person's PAT, and the standard endpoint, keep to that owner's sets.
+    assert ask(permission, [realm.photos], bobs_pat.auth).json["error"] == "invalid_resource_id"
+    assert ask("/permission", [realm.photos], auth).json["error"] == "invalid_resource_id"

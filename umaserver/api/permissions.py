@@ -31,6 +31,12 @@ _V2_KEYS = ("resource_id", "resource_scopes")
 
 @bp.post("/permission")
 def permission_registration() -> Response:
+    return register()
+
+
+def register(*, every_owner: bool = False) -> Response:
+    """The permission endpoint's work; `every_owner`: a resource server acting for itself may
+    ask for the sets it registered for any owner (Keycloak's realm face)."""
     pat = authenticate(PROTECTION_SCOPE)
     body = read_json_value()
     requested, unknown_set = _requested(body)
@@ -42,6 +48,7 @@ def permission_registration() -> Response:
         requested,
         uma.config.lifetimes.ticket,
         unknown_set=unknown_set,
+        every_owner=every_owner and pat.user_sub is None,
     )
     return json_response({"ticket": ticket}, 201)
 

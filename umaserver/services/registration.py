@@ -166,18 +166,32 @@ def register_permission(
     *,
     unknown_set: type[APIError] = InvalidResourceSetId,
     requesting_party: str | None = None,
+    every_owner: bool = False,
 ) -> str:
     """A ticket for one request of access to one or more of this owner's and resource server's
     sets: (set id, scopes) pairs, a set named twice asking for the scopes of both. Raises
-    `unknown_set` (1.0's InvalidResourceSetId, 2.0's InvalidResourceId) or InvalidScope."""
+    `unknown_set` (1.0's InvalidResourceSetId, 2.0's InvalidResourceId) or InvalidScope. With
+    `every_owner` (Keycloak's resource server acting for itself) the sets may be of any owner at
+    this resource server, one owner for the whole ticket: the ticket is that owner's."""
     wanted: dict[str, list[str]] = {}
     for rs_id, scopes in requested:
         wanted.setdefault(rs_id, []).extend(scopes)
     pairs = []
-    for rs_id, scopes in wanted.items():
-        resource_set = storage.get_resource_set(rs_id, pat.owner, pat.client_id)
+    owner = pat.owner
+    for index, (rs_id, scopes) in enumerate(wanted.items()):
+        if every_owner:
+            found = storage.find_resource_set(rs_id)
+            resource_set = found if found is not None and found.client_id == pat.client_id else None
+        else:
+            resource_set = storage.get_resource_set(rs_id, pat.owner, pat.client_id)
         if resource_set is None:
             raise unknown_set()
+        if index == 0:
+            owner = resource_set.owner
+        elif resource_set.owner != owner:
+            raise InvalidRequest(
+                "A ticket asks for the sets of one owner: these sets belong to several."
+            )
         unknown = [scope for scope in scopes if scope not in resource_set.scopes]
         if unknown:
             raise InvalidScope(
@@ -190,7 +204,7 @@ def register_permission(
         Ticket.asking(
             tuple(pairs),
             digest=secrets_at_rest.digest(ticket),
-            owner=pat.owner,
+            owner=owner,
             client_id=pat.client_id,
             created_at=now,
             expires_at=now + lifetime,
