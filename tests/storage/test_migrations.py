@@ -873,9 +873,11 @@ RELEASED_STEPS = {
     "0009_access_tokens_indexed_only_by_what_they_have.sqlite.sql": "ada2b2b5cbf04cc781266ebade14b5d249c532e871c736ee5bdc765d20fa415c",
     "0010_the_indexes_postgresql_has.sqlite.sql": "66ace49c6b84fda0b311a292a1136682e099eef6c2bf5ab06c3555738030867e",
     "0011_uma_2.sqlite.sql": "85737c732ea18d496e32a3204a72aaa70e3c2bd5afcb2ca98f4ef7f3c703bf27",
+    "0012_signing_keys.sqlite.sql": "739ee2c2bffd1ebdf18cebf929db47059730f55326ccaafb27adcd73bda13336",
     "0008_fetched_content.postgresql.sql": "d6d285574296b8d2a13e31c626d0e852533e04a5df8aed523b097b08937aded8",
     "0009_access_tokens_indexed_only_by_what_they_have.postgresql.sql": "5d70e2508d0704a563a339e0f737c8f13378051010c5b5b3fd11f63c6ccc68a8",
     "0011_uma_2.postgresql.sql": "e365644c90382e3d4f6fd68fb54643c570fb080cc0adf27385b9ee6cc2039df4",
+    "0012_signing_keys.postgresql.sql": "cb0778ca6fecd8b20ca665379776838ba57786b50cec60bd1f3d50536b5cfef5",
 }
 
 
