@@ -1375,3 +1375,37 @@ def test_the_coverage_index_finds_exactly_the_rules_that_cover_a_set(
         owned = rules.rules_for(owner)
         expected = [i for i, rule in enumerate(owned) if rule.resource_sets.covers(asked)]
         assert rules.covering(owner, asked) == expected
+
+
+def test_a_rule_set_says_whether_an_owner_reads_a_claim_type() -> None:
+    rules = parse_rules(
+        """
+[[rules]]
+id = "typed"
+owner = "alice"
+scopes = ["view"]
+[[rules.conditions]]
+claim = "role"
+equals = "doctor"
+types = ["urn:example:employee"]
+
+[[rules]]
+id = "any-type"
+owner = "bob"
+scopes = ["view"]
+[[rules.conditions]]
+claim = "email"
+suffix = "@example.com"
+
+[[rules]]
+id = "no-conditions"
+owner = "carol"
+scopes = ["view"]
+"""
+    )
+    account = "urn:umaserver:claim-type:account"
+    assert not rules.reads_type("alice", account)
+    assert rules.reads_type("alice", "urn:example:employee")
+    assert rules.reads_type("bob", account)  # a condition naming no types accepts any
+    assert not rules.reads_type("carol", account) and not rules.reads_type("dave", account)
+    assert rules.reads_type("alice", "urn:example:employee")  # asked again: the same answer

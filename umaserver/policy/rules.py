@@ -143,10 +143,11 @@ class RuleSet:
     """Rules in file order, indexed by owner, and per owner by what they cover. Immutable, so a
     reload swaps the whole set."""
 
-    __slots__ = ("_by_owner", "_coverage", "_rules")
+    __slots__ = ("_by_owner", "_coverage", "_reading", "_rules")
 
     def __init__(self, rules: Iterable[Rule] = ()) -> None:
         self._rules = tuple(rules)
+        self._reading: dict[tuple[str, str], bool] = {}
         by_owner: dict[str, list[Rule]] = {}
         for rule in self._rules:
             by_owner.setdefault(rule.owner, []).append(rule)
@@ -165,6 +166,21 @@ class RuleSet:
 
     def rules_for(self, owner: str) -> tuple[Rule, ...]:
         return self._by_owner.get(owner, ())
+
+    def reads_type(self, owner: str, claim_type: str) -> bool:
+        """Whether some rule of `owner` has a condition that accepts claims of `claim_type` (one
+        that names no types accepts any): when none does, such claims cannot matter to a decision
+        about the owner's sets. Found once per owner and type."""
+        key = (owner, claim_type)
+        found = self._reading.get(key)
+        if found is None:
+            found = any(
+                condition.types is None or claim_type in condition.types
+                for rule in self.rules_for(owner)
+                for condition in rule.conditions
+            )
+            self._reading[key] = found
+        return found
 
     def __repr__(self) -> str:
         return f"RuleSet({[rule.id for rule in self._rules]})"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .. import secrets_at_rest
-from ..claims.model import ClaimsError, ClaimsUnavailable, Verifiers
+from ..claims.model import ACCOUNT_CLAIM_TYPE, ClaimsError, ClaimsUnavailable, Verifiers
 from ..config import Lifetimes, Limits
 from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
 from ..policy.decision import NeededClaim, redirect_label
@@ -118,22 +118,28 @@ def request_authorization(
     ):
         ticket = _open_ticket(storage, unverified_ticket, now)
         claims = record_pushed(storage, ticket.digest, party, pushed, limits, now)
-        if aat.user_sub is not None and server_issuer:
-            # The person the AAT was issued to: this server's own word, read now, not recorded.
+        requests = storage.count_ticket_request(ticket.digest)
+        # A new request on the ticket voids the handles of earlier redirect_required answers.
+        storage.void_claims_handles(ticket.digest)
+        owner = owner_name(storage, ticket.owner)
+        owned = rules(storage, owner)
+        if (
+            aat.user_sub is not None
+            and server_issuer
+            and owned.reads_type(owner, ACCOUNT_CLAIM_TYPE)
+        ):
+            # The person the AAT was issued to: this server's own word, read now, not recorded
+            # (and read only when a rule of the owner could look at it).
             claims = [
                 *claims,
                 *account_claims(
                     storage, aat.user_sub, server_issuer, client_id=client.client_id, now=now
                 ),
             ]
-        requests = storage.count_ticket_request(ticket.digest)
-        # A new request on the ticket voids the handles of earlier redirect_required answers.
-        storage.void_claims_handles(ticket.digest)
-        owner = owner_name(storage, ticket.owner)
         try:
             decision = decide_ticket(
                 storage,
-                rules(storage, owner),
+                owned,
                 owner,
                 ticket.permissions,
                 Supplier.of(client.client_id, client.push_claim_types, verifiers, can_gather),
