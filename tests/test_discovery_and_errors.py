@@ -129,11 +129,43 @@ def test_the_registration_endpoint_advertised_is_the_one_that_works(http: FlaskC
     assert http.get(urlsplit(base).path + "/resource_set").status_code == 401
 
 
-def test_unknown_path_is_json_404(http: FlaskClient) -> None:
-    response = http.get("/nothing/here")
+@pytest.mark.parametrize(
+    "accept",
+    [
+        None,
+        "*/*",
+        "application/json",
+        "application/json, text/html",  # a tie: JSON
+        "text/html;q=0.5, application/json",
+        "application/json;q=0.9, text/html;q=0.9",
+    ],
+)
+def test_unknown_path_is_json_404(http: FlaskClient, accept: str | None) -> None:
+    response = http.get("/nothing/here", headers={"Accept": accept} if accept else {})
     assert response.status_code == 404
     assert response.json["error"] == "not_found"
     assert response.headers["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    "accept",
+    [
+        # Chromium's and Firefox's Accept for a page.
+        "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8",
+        "text/html",
+        "application/json;q=0.5, text/html",
+    ],
+)
+def test_a_browser_gets_the_404_page_for_an_unknown_path(http: FlaskClient, accept: str) -> None:
+    response = http.get("/nothing/here", headers={"Accept": accept})
+    assert response.status_code == 404 and response.mimetype == "text/html"
+    assert "There is no such page on this server." in response.text
+    assert "default-src 'none'" in response.headers["Content-Security-Policy"]
+    assert response.headers["X-Frame-Options"] == "DENY"
+    # An API path keeps its JSON errors whatever the Accept: a wrong method, a missing token.
+    api = http.get("/permission", headers={"Accept": accept})
+    assert api.status_code == 405 and api.json["error"] == "unsupported_method_type"
+    assert http.get("/rs/resource_set", headers={"Accept": accept}).json["error"]
 
 
 def test_unexpected_exception_is_server_error_without_traceback(app: Flask) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from flask import Response, current_app, g, make_response, render_template, request
 from markupsafe import Markup
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, NotFound
 from werkzeug.routing import RequestRedirect
 
 # The one style sheet, inline, allowed by its hash (no inline script anywhere: none is allowed).
@@ -58,7 +58,10 @@ def render(
 
 def is_page_request() -> bool:
     """Whether this request is for a page (a route of a page blueprint, whatever its method), so
-    that its errors are HTML; everything else (and unknown paths) keeps the JSON API's errors."""
+    that its errors are HTML; the API's routes keep the JSON API's errors. A path no route
+    matches is a page for a browser: a request whose `Accept` ranks text/html above
+    application/json (no `Accept`, `*/*`, a tie, or JSON first: the JSON error, as API clients
+    expect)."""
     names: set[str] = current_app.extensions.get(PAGE_BLUEPRINTS, set())
     blueprint = request.blueprint
     if blueprint is not None:
@@ -66,14 +69,27 @@ def is_page_request() -> bool:
     adapter = current_app.create_url_adapter(request)
     if adapter is None:
         return False
+    unknown = True
     for method in ("GET", "POST"):
         try:
             endpoint, _ = adapter.match(method=method)
-        except (HTTPException, RequestRedirect):
+        except NotFound:
             continue
+        except (HTTPException, RequestRedirect):
+            unknown = False  # the path is a route's, for other methods
+            continue
+        unknown = False
         if str(endpoint).rpartition(".")[0] in names:
             return True
-    return False
+    return unknown and prefers_html()
+
+
+def prefers_html() -> bool:
+    """Whether the request's `Accept` ranks text/html strictly above application/json."""
+    if "Accept" not in request.headers:
+        return False
+    accept = request.accept_mimetypes
+    return accept.quality("text/html") > accept.quality("application/json")
 
 
 def page_style() -> Markup:
