@@ -147,7 +147,7 @@ def test_explain_a_grant(cli: CLI, tmp_path: Path, photos: str) -> None:
                 "rule": "doctors",
                 "holds": True,
                 "reasons": [
-                    "condition 0 on 'role' holds: an accepted claim contains 'doctor'",
+                    "condition 1 on 'role' holds: an accepted claim contains 'doctor'",
                     "grants 'view'",
                 ],
             }
@@ -184,7 +184,7 @@ def test_explain_a_refusal_without_showing_the_claim_value(
     answer = json.loads(result.stdout)
     assert answer["decision"] == "deny"
     assert answer["explanation"][0]["reasons"][0] == (
-        "condition 0 on 'role' failed: no accepted claim contains 'doctor'"
+        "condition 1 on 'role' failed: no accepted claim contains 'doctor'"
     )
     assert "secret-nurse" not in result.stdout
 
@@ -309,7 +309,7 @@ def test_explain_a_requesting_party_whose_attributes_hold(
     answer = json.loads(explain(cli, tmp_path, photos, [], "--requesting-party", "bob").stdout)
     assert answer["decision"] == "grant"
     assert answer["explanation"][0]["reasons"] == [
-        "condition 0 on 'email' holds: an accepted claim ends with '@example.com' (shared by the"
+        "condition 1 on 'email' holds: an accepted claim ends with '@example.com' (shared by the"
         " requesting party on signing in here)",
         "grants 'view'",
     ]
@@ -337,7 +337,7 @@ def test_explain_a_requesting_party_whose_attributes_fail(
     answer = json.loads(result.stdout)
     assert answer["decision"] == "deny"
     assert answer["explanation"][0]["reasons"] == [
-        "condition 0 on 'email' failed: no accepted claim ends with '@example.com' (the claims the"
+        "condition 1 on 'email' failed: no accepted claim ends with '@example.com' (the claims the"
         " requesting party shared on signing in here included)"
     ]
     assert "secret-elsewhere" not in result.stdout
@@ -358,7 +358,7 @@ def test_explain_a_requesting_party_without_the_attribute_needs_a_redirect(
         "label": "Sign in to share your 'email'",
     }
     assert answer["explanation"][0]["reasons"] == [
-        "condition 0 on 'email' failed: no claim 'email' was given (accepted types"
+        "condition 1 on 'email' failed: no claim 'email' was given (accepted types"
         f" ['{REDIRECT}'], accepted issuers ['{SERVER}']); this client cannot supply one; the"
         " requesting party can share one by signing in here"
     ]
@@ -428,7 +428,7 @@ def test_check_and_explain_include_the_owners_rules(
     # The file's rules of the owner first, then the owner's own.
     assert [verdict["rule"] for verdict in answer["explanation"]] == ["doctors", friends.id]
     assert answer["explanation"][1]["reasons"] == [
-        "condition 0 on 'friend' holds: an accepted claim equals true",
+        "condition 1 on 'friend' holds: an accepted claim equals true",
         "grants 'view'",
     ]
 
@@ -484,7 +484,7 @@ def test_explain_a_requesting_partys_account_claims_and_the_rules_clients(
     answer = json.loads(explain(cli, tmp_path, photos, [], *asked).stdout)
     assert answer["decision"] == "grant"
     assert answer["explanation"][0]["reasons"] == [
-        "condition 0 on 'roles' holds: an accepted claim contains at least one of 'editor',"
+        "condition 1 on 'roles' holds: an accepted claim contains at least one of 'editor',"
         " 'admin'",
         "grants 'view'",
     ]

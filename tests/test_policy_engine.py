@@ -198,13 +198,13 @@ def test_operator(operator: str, value: Any, holds: bool, said: str) -> None:
         assert decision.outcome == "grant"
         assert decision.rule_ids == ("r",)
         assert reasons(decision) == {
-            "r": [f"condition 0 on 'c' holds: an accepted claim {said}", "grants 'view'"]
+            "r": [f"condition 1 on 'c' holds: an accepted claim {said}", "grants 'view'"]
         }
     else:
         # The claim was sent and failed, so it is not asked for again: deny.
         assert decision.outcome == "deny"
         assert decision.rule_ids == ()
-        assert reasons(decision) == {"r": [f"condition 0 on 'c' failed: no accepted claim {said}"]}
+        assert reasons(decision) == {"r": [f"condition 1 on 'c' failed: no accepted claim {said}"]}
     assert decision.explain()[0].holds is holds
 
 
@@ -236,7 +236,7 @@ def test_a_rule_listing_clients_holds_only_for_those() -> None:
     assert other.outcome == "deny"
     assert reasons(other)["r"] == [
         "holds only for the clients 'app-1', 'app-2': the acting client 'other' is not one of them",
-        "condition 0 on 'role' holds: an accepted claim contains 'doctor'",
+        "condition 1 on 'role' holds: an accepted claim contains 'doctor'",
     ]
     assert ask_as("other", ONLY_APP).outcome == "deny"
     assert ask_as("app-1", ONLY_APP).outcome == "need_claims"
@@ -280,35 +280,35 @@ ONLY_FROM = f"(accepted types ['{EMPLOYEE}'], accepted issuers ['{IDP}'])"
         (
             [(EMPLOYEE, IDP, ["doctor"])],
             "grant",
-            "condition 0 on 'role' holds: an accepted claim contains 'doctor'",
+            "condition 1 on 'role' holds: an accepted claim contains 'doctor'",
         ),
         (
             [(EMPLOYEE, CLIENT, ["doctor"])],
             "need_claims",
-            "condition 0 on 'role' failed: a claim 'role' was given, but not from an accepted"
+            "condition 1 on 'role' failed: a claim 'role' was given, but not from an accepted"
             f" source {ONLY_FROM}; this client can supply one",
         ),
         (
             [(OIDC, IDP, ["doctor"])],
             "need_claims",
-            "condition 0 on 'role' failed: a claim 'role' was given, but not from an accepted"
+            "condition 1 on 'role' failed: a claim 'role' was given, but not from an accepted"
             f" source {ONLY_FROM}; this client can supply one",
         ),
         (
             [],
             "need_claims",
-            f"condition 0 on 'role' failed: no claim 'role' was given {ONLY_FROM};"
+            f"condition 1 on 'role' failed: no claim 'role' was given {ONLY_FROM};"
             " this client can supply one",
         ),
         (
             [(EMPLOYEE, IDP, ["nurse"]), (EMPLOYEE, IDP, ["doctor"])],
             "grant",
-            "condition 0 on 'role' holds: an accepted claim contains 'doctor'",
+            "condition 1 on 'role' holds: an accepted claim contains 'doctor'",
         ),
         (
             [(EMPLOYEE, CLIENT, ["doctor"]), (EMPLOYEE, IDP, ["nurse"])],
             "deny",
-            "condition 0 on 'role' failed: no accepted claim contains 'doctor'",
+            "condition 1 on 'role' failed: no accepted claim contains 'doctor'",
         ),
     ],
 )
@@ -345,8 +345,8 @@ def test_every_condition_must_hold() -> None:
     decision = ask(text, [claim("role", ["doctor"]), claim("email", "a@elsewhere.org")])
     assert decision.outcome == "deny"
     assert reasons(decision)["r"] == [
-        "condition 0 on 'role' holds: an accepted claim contains 'doctor'",
-        "condition 1 on 'email' failed: no accepted claim ends with '@example.com'",
+        "condition 1 on 'role' holds: an accepted claim contains 'doctor'",
+        "condition 2 on 'email' failed: no accepted claim ends with '@example.com'",
     ]
 
 
@@ -708,7 +708,7 @@ def test_deny_explains_a_condition_the_client_cannot_supply() -> None:
     decision = ask(rule("staff", VIA_IDP), can_supply=[(EMPLOYEE, CLIENT)])
     assert reasons(decision) == {
         "staff": [
-            "condition 0 on 'affiliation' failed: no claim 'affiliation' was given (accepted types"
+            "condition 1 on 'affiliation' failed: no claim 'affiliation' was given (accepted types"
             f" ['{SAML}'], accepted issuers ['{IDP}']); this client cannot supply one"
         ]
     }
@@ -786,7 +786,7 @@ def test_decision_as_dict() -> None:
                 "rule": "doctors",
                 "holds": True,
                 "reasons": [
-                    "condition 0 on 'role' holds: an accepted claim contains 'doctor'",
+                    "condition 1 on 'role' holds: an accepted claim contains 'doctor'",
                     "grants 'view'",
                 ],
             },
@@ -794,7 +794,7 @@ def test_decision_as_dict() -> None:
                 "rule": "colleagues",
                 "holds": False,
                 "reasons": [
-                    "condition 0 on 'email' failed: no claim 'email' was given (accepted types"
+                    "condition 1 on 'email' failed: no claim 'email' was given (accepted types"
                     f" ['{OIDC}']); this client can supply one"
                 ],
             },

@@ -55,7 +55,7 @@ def test_the_readme_walk_works_as_written(live_server: LiveServer) -> None:
         '{"rpt":"uma_rpt_',  # ... and with them
         '"scopes":["view"]',  # the RS sees the permission
         '"decision": "deny"',  # a nurse's claims, explained
-        "condition 0 on 'role' failed: no accepted claim contains 'doctor'",
+        "condition 1 on 'role' failed: no accepted claim contains 'doctor'",
         '"uma_profiles_supported":[]',  # UMA 2.0: its document ...
         '"error":"need_info"',  # ... what is missing ...
         '"required_claims":[{"name":"role","friendly_name":"Your role at the hospital"',

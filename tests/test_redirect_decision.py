@@ -312,7 +312,7 @@ def test_a_custom_condition_is_not_satisfied_by_a_shared_claim_of_its_name() -> 
         {"type": "urn:custom", "name": "role", "value": "a value for 'role'"}
     ]
     assert reasons(decision)["r"] == [
-        "condition 0 on 'role' failed: a claim 'role' was given, but not from an accepted source"
+        "condition 1 on 'role' failed: a claim 'role' was given, but not from an accepted source"
         " (accepted types ['urn:custom']); this client can supply one"
     ]
 
@@ -327,14 +327,14 @@ def test_a_custom_condition_is_not_satisfied_by_a_shared_claim_of_its_name() -> 
             COLLEAGUE_GATHERED,
             [],
             PUSH,
-            f"condition 0 on 'email' failed: no claim 'email' was given (accepted types ['{REDIRECT}']);"
+            f"condition 1 on 'email' failed: no claim 'email' was given (accepted types ['{REDIRECT}']);"
             " this client cannot supply one; the requesting party can share one by signing in here",
         ),
         (
             COLLEAGUE,
             [],
             PUSH,
-            "condition 0 on 'email' failed: no claim 'email' was given (any type and issuer"
+            "condition 1 on 'email' failed: no claim 'email' was given (any type and issuer"
             " accepted); this client can supply one; the requesting party can also share one by"
             " signing in here",
         ),
@@ -342,21 +342,21 @@ def test_a_custom_condition_is_not_satisfied_by_a_shared_claim_of_its_name() -> 
             COLLEAGUE_GATHERED,
             [shared("email", "bob@example.com")],
             PUSH,
-            "condition 0 on 'email' holds: an accepted claim ends with '@example.com' (shared by"
+            "condition 1 on 'email' holds: an accepted claim ends with '@example.com' (shared by"
             " the requesting party on signing in here)",
         ),
         (
             COLLEAGUE_GATHERED,
             [shared("email", "bob@elsewhere.org")],
             PUSH,
-            "condition 0 on 'email' failed: no accepted claim ends with '@example.com' (the claims"
+            "condition 1 on 'email' failed: no accepted claim ends with '@example.com' (the claims"
             " the requesting party shared on signing in here included)",
         ),
         (
             COLLEAGUE,
             [pushed("email", "bob@example.com")],
             PUSH,
-            "condition 0 on 'email' holds: an accepted claim ends with '@example.com'",
+            "condition 1 on 'email' holds: an accepted claim ends with '@example.com'",
         ),
     ],
 )

@@ -41,7 +41,8 @@ class Check:
 
     def reason(self) -> str:
         condition = self.condition
-        start = f"condition {self.index} on {condition.claim!r}"
+        # Numbered from 1, as the owner's form and pages number conditions.
+        start = f"condition {self.index + 1} on {condition.claim!r}"
         if self.holds:
             by = " (shared by the requesting party on signing in here)" if self.shared else ""
             return f"{start} holds: an accepted claim {condition.description}{by}"
