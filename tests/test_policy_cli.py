@@ -383,13 +383,24 @@ def test_explain_a_requesting_party_with_pushed_claims_too(
     )
 
 
-def test_explain_an_unknown_requesting_party(cli: CLI, tmp_path: Path, photos: str) -> None:
-    result = explain(cli, tmp_path, photos, [], "--requesting-party", "nobody")
+@pytest.mark.parametrize("option", ["--as", "--requesting-party"])
+def test_explain_an_unknown_requesting_party(
+    cli: CLI, tmp_path: Path, photos: str, option: str
+) -> None:
+    result = explain(cli, tmp_path, photos, [], option, "nobody")
     assert result.exit_code == 1
-    assert result.stderr.strip() == (
-        "There is no user 'nobody' (--requesting-party names a local user)."
-    )
+    assert result.stderr.strip() == "There is no user 'nobody' (--as names a local user)."
     assert result.stdout == ""
+
+
+def test_explain_as_a_person_without_a_claims_file(
+    cli: CLI, config_path: Path, photos: str
+) -> None:
+    signed_in_rules(config_path)
+    person(cli, "bob", "email=bob@example.com")
+    base = ["policy", "explain", "--owner", "alice", "--resource-set", photos, "--scope", "view"]
+    assert json.loads(cli(*base, "--as", "bob").stdout)["decision"] == "grant"
+    assert json.loads(cli(*base).stdout)["decision"] == "deny"  # no claims, no person
 
 
 def test_explain_refuses_a_pushed_redirect_claim_object(

@@ -79,9 +79,11 @@ def policy_check(ctx: click.Context, file: str | None) -> None:
 @click.option(
     "--claims",
     "claims_file",
-    required=True,
     type=click.File("r"),
-    help="A JSON array of claim objects, as in an authorization request ('-' for stdin).",
+    help=(
+        "A JSON array of claim objects, as in an authorization request ('-' for stdin; default:"
+        " none)."
+    ),
 )
 @click.option(
     "--client",
@@ -92,6 +94,7 @@ def policy_check(ctx: click.Context, file: str | None) -> None:
     ),
 )
 @click.option(
+    "--as",
     "--requesting-party",
     "party_name",
     metavar="USERNAME",
@@ -124,9 +127,10 @@ def policy_explain(
     if party_name is not None:
         party = store.get_user_by_username(party_name)
         if party is None:
-            fail(f"There is no user {party_name!r} (--requesting-party names a local user).")
+            fail(f"There is no user {party_name!r} (--as names a local user).")
     try:
-        objects = explain.claim_objects(claims_file.read(), "The claims file")
+        text = "[]" if claims_file is None else claims_file.read()
+        objects = explain.claim_objects(text, "The claims file")
     except explain.ExplainRefused as refused:
         fail(refused.description)
     try:
