@@ -364,8 +364,13 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, refused.errors), 400)
     # A rule made through Keycloak's policy API keeps its name.
     now = runtime().clock.now()
-    if not owner_rules.replace_owner_rule(storage(), user.username, rule, now, name=existing.name):
-        abort(404)
+    try:
+        if not owner_rules.replace_owner_rule(
+            storage(), user.username, rule, now, name=existing.name
+        ):
+            abort(404)
+    except owner_rules.ShareRule as share:
+        abort(409, description=str(share))
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
@@ -376,8 +381,13 @@ def delete_rule(rs_id: str, rule_id: str) -> BaseResponse:
     _check_editing()
     user = _signed_in()
     _owned_set(user, rs_id)
-    if not owner_rules.delete_owner_rule(storage(), user.username, rule_id, runtime().clock.now()):
-        abort(404)
+    try:
+        if not owner_rules.delete_owner_rule(
+            storage(), user.username, rule_id, runtime().clock.now()
+        ):
+            abort(404)
+    except owner_rules.ShareRule as share:
+        abort(409, description=str(share))
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
