@@ -182,3 +182,22 @@ def test_sharing_needs_the_csrf_token_and_the_owner(
     )
     assert refused.status_code == 404
     assert shares_listed(alice, flow) == []
+
+
+def test_a_shares_rule_is_not_edited_or_deleted_as_a_rule(alice: FlaskClient, flow: Flow) -> None:
+    assert post_share(alice, flow, to="bob", scopes=["view"]).status_code == 303
+    page = alice.get(page_of(flow))
+    found = re.search(r'id="share-([^"]+)"', page.text)
+    token = TOKEN.search(page.text)
+    assert found is not None and token is not None
+    rule = f"{page_of(flow)}/rules/{found.group(1)}"
+    said = "This rule is a share: stop sharing on the resource set's page instead of changing it."
+    for reply in (
+        alice.get(rule),
+        alice.post(rule, data={"scopes": ["view"], "csrf_token": token.group(1)}),
+        alice.post(f"{rule}/delete", data={"csrf_token": token.group(1)}),
+    ):
+        assert reply.status_code == 400
+        assert said in html.unescape(reply.text)
+    assert shares_listed(alice, flow) == ["bob - view Stop sharing"]
+    assert granted(flow) is False and flow.ask(flow.ticket("view")).status == 201

@@ -362,6 +362,12 @@ def _own_rule(user: User, rule_id: str) -> owner_rules.OwnerRule:
     abort(404)
 
 
+def _not_a_share(user: User, rule_id: str) -> None:
+    """A share's rule is ended by Stop sharing, never edited (the services refuse it too)."""
+    if storage().get_share(user.sub, rule_id) is not None:
+        abort(400, description=str(owner_rules.ShareRule()))
+
+
 def _render_edit(
     user: User, resource_set: ResourceSet, rule_id: str, form: RuleForm, status: int = 200
 ) -> BaseResponse:
@@ -384,6 +390,7 @@ def edit_rule_page(rs_id: str, rule_id: str) -> BaseResponse:
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
     rule = _own_rule(user, rule_id).rule
+    _not_a_share(user, rule_id)
     fields = owner_rule_form.form_from_rule(rule, resource_set.id)
     return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
 
@@ -396,6 +403,7 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
     existing = _own_rule(user, rule_id)
+    _not_a_share(user, rule_id)
     fields = _rule_fields()
     if ADD_ROW in request.form:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
@@ -411,7 +419,7 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
         ):
             abort(404)
     except owner_rules.ShareRule as share:
-        abort(409, description=str(share))
+        abort(400, description=str(share))
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
@@ -428,7 +436,7 @@ def delete_rule(rs_id: str, rule_id: str) -> BaseResponse:
         ):
             abort(404)
     except owner_rules.ShareRule as share:
-        abort(409, description=str(share))
+        abort(400, description=str(share))
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
