@@ -17,6 +17,7 @@ from umaserver.storage.records import ResourceSet, Share
 
 from .conftest import FakeClock, Party, Store, make_party, make_person, write_config
 from .flows import FlaskApi, Flow
+from .test_uma2_grant import UMA_TICKET, make_uma2_client
 
 DAY = 86400
 LIMIT = 1000
@@ -196,3 +197,45 @@ class TestOwnerRulesSwitchedOff:
         share(store, flow, "bob", now=clock.now())
         assert outcome(flow, flow.app) == "grant"
         assert outcome(flow, flow.app, "print") == "deny"
+
+
+class TestUma2Grant:
+    """The uma-ticket grant on Keycloak's realm face, bob's own token as the credential: a share
+    with bob grants, Stop sharing ends it."""
+
+    @pytest.fixture
+    def config_path(self, tmp_path: Path, rules_text: str) -> Path:
+        (tmp_path / "policies.toml").write_text(rules_text, encoding="utf-8")
+        return write_config(tmp_path, extra='[keycloak]\nrealm = "demo"\n')
+
+    def test_bobs_token_is_granted_while_shared(
+        self, http: FlaskClient, store: Store, rs: Party, clock: FakeClock
+    ) -> None:
+        description = {"name": "Photos", "resource_scopes": ["view", "print"]}
+        registered = http.post("/rs/resource_set", json=description, headers=rs.auth)
+        assert registered.status_code == 201, registered.json
+        photos = store.find_resource_set(registered.json["_id"])
+        assert photos is not None
+        app_id, _ = make_uma2_client(store, "Keycloak app", ())
+        make_person(store, "bob", None, {})
+        bob = make_party(store, "bob", "uma_authorization", client_id=app_id)
+
+        def grant() -> int:
+            ticket = http.post(
+                "/permission",
+                json={"resource_id": photos.id, "resource_scopes": ["view"]},
+                headers=rs.auth,
+            ).json["ticket"]
+            reply = http.post(
+                "/realms/demo/protocol/openid-connect/token",
+                data={"grant_type": UMA_TICKET, "ticket": ticket},
+                headers={"Authorization": f"Bearer {bob.token}"},
+            )
+            assert reply.status_code in (200, 403), reply.json
+            return reply.status_code
+
+        assert grant() == 403
+        made = shares.share(store, "alice", photos, "bob", ["view"], None, clock.now(), limit=9)
+        assert grant() == 200
+        assert shares.stop_sharing(store, photos.owner, made.rule_id) == made
+        assert grant() == 403

@@ -10,6 +10,10 @@
 - `POST .../rules` (add), `GET/POST .../rules/<rule_id>` (edit), `POST .../rules/<rule_id>/delete`,
   `POST .../permissions/revoke`: each answered by a 303 back to the set's page, each logged. A rule
   form's "Add a condition row" button and a refused form render the form again, nothing changed.
+- `POST .../shares` (the Share form: `to`, `scopes`, `until`) and `POST .../shares/<rule_id>/stop`
+  (Stop sharing): `services.shares`, each a 303 back to the set's page; a refused Share form is the
+  page again with a sentence next to its field. A share's rule is listed as a share ("bob - view,
+  print - until 28 Nov 2026"), never among the rules to edit or delete.
 - `POST .../explain`: the set's page with what the decision would be for a client and claims,
   rule by rule (`services.explain`, as `policy explain` says it).
 
