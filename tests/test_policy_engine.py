@@ -260,6 +260,41 @@ def test_a_rule_listing_clients_without_conditions() -> None:
     assert ask_as("app-2", text + rule("s")).outcome == "grant"
 
 
+def ask_at(now: int | None, text: str, claims: Iterable[Claim] = ()) -> Decision:
+    return decide(
+        parse_rules(text),
+        owner="alice",
+        resource_set=XRAY,
+        scopes=("view",),
+        claims=list(claims),
+        can_supply=SUPPLY,
+        now=now,
+    )
+
+
+def test_a_rule_with_an_end_holds_until_then_and_never_without_a_time() -> None:
+    end = 1_800_000_000
+    text = rule("r") + f"until = {end}\n[[rules.conditions]]\n{DOCTOR}\n"
+    doctor = [claim("role", ["doctor"])]
+    assert ask_at(end - 1, text, doctor).outcome == "grant"
+    assert ask_at(end - 1, text).outcome == "need_claims"
+    ended = ask_at(end, text, doctor)
+    assert ended.outcome == "deny"
+    assert reasons(ended)["r"] == ["ended at 2027-01-15 08:00:00 UTC"]
+    assert ask_at(None, text, doctor).outcome == "deny"  # a decision given no time: ended
+    assert ask_at(end, text + rule("s", DOCTOR), doctor).outcome == "grant"
+    assert parse_rule_table(rule_table(parse_rules(text).rules_for("alice")[0])).until == end
+
+
+@pytest.mark.parametrize("until", ['"2026-11-28"', "-1", "true", "1.5"])
+def test_a_rules_end_is_a_whole_number_of_seconds(until: str) -> None:
+    with pytest.raises(PolicyError) as caught:
+        parse_rules(rule("r") + f"until = {until}\n")
+    assert "rules[0].until: must be a time (seconds since 1970, a whole number >= 0)" in str(
+        caught.value.errors
+    )
+
+
 def test_a_catastrophic_backtracking_pattern_runs_in_linear_time() -> None:
     text = rule("r", "claim = \"c\"\nregex = '(a+)+$'") + rule(
         "s", "claim = \"c\"\nregex = '(x+x+)+y'"

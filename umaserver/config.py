@@ -61,6 +61,8 @@ class Limits:
     claim_objects_per_request: int = 32
     claims_per_ticket: int = 2000
     claim_value_bytes: int = 16 * 1024
+    # Shares one owner may have at once (issue 25), counted apart from their other rules.
+    shares_per_owner: int = 1000
 
 
 @dataclass(frozen=True)
@@ -348,6 +350,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
                 "claims_per_object",
                 "claim_objects_per_request",
                 "claims_per_ticket",
+                "shares_per_owner",
                 "claim_value_bytes",
             )
         }

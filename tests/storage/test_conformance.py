@@ -28,6 +28,7 @@ from umaserver.storage.records import (
     ResourceSetQuery,
     Rpt,
     Session,
+    Share,
     SigningKey,
     Ticket,
     TicketState,
@@ -1541,6 +1542,51 @@ def test_an_owner_rule_id_is_taken_once_and_only_by_a_user(store: Storage) -> No
     assert store.owner_rules_version(bob.sub) == 0
     assert store.owner_rules_version("no-such-sub") == 0
     assert [rule.id for rule in store.owner_rules_of(alice.sub)] == ["o-1"]
+
+
+def share_of(owner: User, rule_id: str, **more: Any) -> Share:
+    fields: dict[str, Any] = {
+        "rule_id": rule_id,
+        "owner": owner.sub,
+        "resource_set_id": "rs-1",
+        "recipient": "Bob",
+        "kind": "user",
+        "scopes": ("view", "print"),
+        "until": None,
+        "created_at": T,
+        **more,
+    }
+    return Share(**fields)
+
+
+def test_a_share_marks_one_rule_of_its_owner_once(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    assert store.add_owner_rule("o-s", alice.sub, owner_rule("o-s", alice.username), T)
+    assert store.add_share(share_of(bob, "o-s")) is False  # not bob's rule
+    assert store.add_share(share_of(alice, "o-none")) is False  # no such rule
+    share = share_of(alice, "o-s", recipient="Bob@Example.com", kind="email", until=T + 86400)
+    assert store.add_share(share) is True
+    assert store.add_share(share_of(alice, "o-s")) is False  # a share already
+    assert store.get_share(alice.sub, "o-s") == share
+    assert store.get_share(bob.sub, "o-s") is None
+    assert store.count_shares(alice.sub) == 1
+    assert store.count_shares(bob.sub) == 0
+
+
+def test_shares_are_listed_oldest_first_by_set_and_go_with_their_rule(store: Storage) -> None:
+    alice = make_user(store)
+    for rule_id, rs_id, moment in (("o-b", "rs-1", T + 5), ("o-a", "rs-2", T), ("o-c", "rs-1", T)):
+        assert store.add_owner_rule(rule_id, alice.sub, owner_rule(rule_id, alice.username), T)
+        assert store.add_share(share_of(alice, rule_id, resource_set_id=rs_id, created_at=moment))
+    assert [s.rule_id for s in store.shares_of(alice.sub)] == ["o-a", "o-c", "o-b"]
+    assert [s.rule_id for s in store.shares_of(alice.sub, "rs-1")] == ["o-c", "o-b"]
+    assert store.shares_of(alice.sub, "rs-3") == []
+    assert store.delete_owner_rule(alice.sub, "o-c") is True
+    assert store.get_share(alice.sub, "o-c") is None
+    assert [s.rule_id for s in store.shares_of(alice.sub)] == ["o-a", "o-b"]
+    assert store.count_shares(alice.sub) == 2
+    assert store.delete_user(alice.sub) is True
+    assert store.count_shares(alice.sub) == 0
 
 
 def test_owner_rules_are_listed_oldest_first_and_every_owners_by_username(store: Storage) -> None:

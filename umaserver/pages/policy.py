@@ -10,6 +10,10 @@
 - `POST .../rules` (add), `GET/POST .../rules/<rule_id>` (edit), `POST .../rules/<rule_id>/delete`,
   `POST .../permissions/revoke`: each answered by a 303 back to the set's page, each logged. A rule
   form's "Add a condition row" button and a refused form render the form again, nothing changed.
+- `POST .../shares` (the Share form: `to`, `scopes`, `until`) and `POST .../shares/<rule_id>/stop`
+  (Stop sharing): `services.shares`, each a 303 back to the set's page; a refused Share form is the
+  page again with a sentence next to its field. A share's rule is listed as a share ("bob - view,
+  print - until 28 Nov 2026"), never among the rules to edit or delete.
 - `POST .../explain`: the set's page with what the decision would be for a client and claims,
   rule by rule (`services.explain`, as `policy explain` says it).
 
@@ -22,7 +26,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,7 +37,7 @@ from .. import strict_json
 from ..policy.rule_file import OPERATORS
 from ..policy.rules import ResourceSetRef, Rule
 from ..runtime import runtime
-from ..services import explain, owner_permissions, owner_rule_form, owner_rules
+from ..services import explain, owner_permissions, owner_rule_form, owner_rules, shares
 from ..storage.per_request import storage
 from ..storage.records import ResourceSet, User
 from . import csrf, sessions
@@ -209,11 +213,48 @@ class ExplainForm:
         return (self.errors or {}).get(name)
 
 
+@dataclass(frozen=True)
+class ShareForm:
+    """The Share form as typed, and a sentence for the owner next to each field it is about
+    (`None` for the form as a whole)."""
+
+    to: str = ""
+    scopes: tuple[str, ...] = ()
+    until: str = ""
+    errors: Mapping[str | None, str] | None = None
+
+    def error(self, name: str | None) -> str | None:
+        return (self.errors or {}).get(name)
+
+
+@dataclass(frozen=True)
+class ShareView:
+    """One share as the set's page lists it: "bob - view, print - until 28 Nov 2026"."""
+
+    rule_id: str
+    recipient: str
+    scopes: tuple[str, ...]
+    until: str | None  # "28 Nov 2026", the last day it holds
+
+
+def _day(until: int) -> str:
+    day = shares.last_day(until)
+    return f"{day.day} {day:%b %Y}"
+
+
+def _share_views(user: User, resource_set: ResourceSet) -> list[ShareView]:
+    return [
+        ShareView(s.rule_id, s.recipient, s.scopes, None if s.until is None else _day(s.until))
+        for s in shares.shares_on(storage(), user.sub, resource_set.id)
+    ]
+
+
 def _render_set(
     user: User,
     resource_set: ResourceSet,
     *,
     status: int = 200,
+    share_form: ShareForm | None = None,
     rule_form: RuleForm | None = None,
     explain_form: ExplainForm | None = None,
     explained: dict[str, Any] | None = None,
@@ -227,10 +268,12 @@ def _render_set(
         for rule in runtime().policies.rules.rules_for(user.username)
         if rule.resource_sets.covers(ref)
     ]
+    shared = _share_views(user, resource_set)
+    share_ids = {view.rule_id for view in shared}
     own = [
         _rule_view(found.rule, found.name)
         for found in owner_rules.owner_rules(store, user.username)
-        if found.rule.resource_sets.covers(ref)
+        if found.rule.resource_sets.covers(ref) and found.rule.id not in share_ids
     ]
     granted = owner_permissions.granted_on(store, resource_set.id, now, _reference_key())
     scopes = [str(scope) for scope in description.get("scopes", [])]
@@ -243,6 +286,8 @@ def _render_set(
         icon_uri=description.get("icon_uri"),
         scopes=scopes,
         client=store.get_client(resource_set.client_id),
+        shares=shared,
+        share_form=share_form or ShareForm(),
         file_rules=file_rules,
         own_rules=own,
         editing=_editing(),
@@ -321,6 +366,12 @@ def _own_rule(user: User, rule_id: str) -> owner_rules.OwnerRule:
     abort(404)
 
 
+def _not_a_share(user: User, rule_id: str) -> None:
+    """A share's rule is ended by Stop sharing, never edited (the services refuse it too)."""
+    if storage().get_share(user.sub, rule_id) is not None:
+        abort(400, description=str(owner_rules.ShareRule()))
+
+
 def _render_edit(
     user: User, resource_set: ResourceSet, rule_id: str, form: RuleForm, status: int = 200
 ) -> BaseResponse:
@@ -343,6 +394,7 @@ def edit_rule_page(rs_id: str, rule_id: str) -> BaseResponse:
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
     rule = _own_rule(user, rule_id).rule
+    _not_a_share(user, rule_id)
     fields = owner_rule_form.form_from_rule(rule, resource_set.id)
     return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
 
@@ -355,6 +407,7 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
     existing = _own_rule(user, rule_id)
+    _not_a_share(user, rule_id)
     fields = _rule_fields()
     if ADD_ROW in request.form:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
@@ -364,8 +417,13 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, refused.errors), 400)
     # A rule made through Keycloak's policy API keeps its name.
     now = runtime().clock.now()
-    if not owner_rules.replace_owner_rule(storage(), user.username, rule, now, name=existing.name):
-        abort(404)
+    try:
+        if not owner_rules.replace_owner_rule(
+            storage(), user.username, rule, now, name=existing.name
+        ):
+            abort(404)
+    except owner_rules.ShareRule as share:
+        abort(400, description=str(share))
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
@@ -376,9 +434,73 @@ def delete_rule(rs_id: str, rule_id: str) -> BaseResponse:
     _check_editing()
     user = _signed_in()
     _owned_set(user, rs_id)
-    if not owner_rules.delete_owner_rule(storage(), user.username, rule_id, runtime().clock.now()):
-        abort(404)
+    try:
+        if not owner_rules.delete_owner_rule(
+            storage(), user.username, rule_id, runtime().clock.now()
+        ):
+            abort(404)
+    except owner_rules.ShareRule as share:
+        abort(400, description=str(share))
     return redirect(_set_page(rs_id) + "#own-rules", 303)
+
+
+# -- shares ------------------------------------------------------------------------------------
+
+
+def _one_field(name: str, limit: int) -> str:
+    values = request.form.getlist(name)
+    if len(values) > 1 or (values and len(values[0]) > limit):
+        abort(400, description="This form is incomplete. Go back, reload the page and try again.")
+    return values[0] if values else ""
+
+
+@bp.post("/policy/resource_set/<rs_id>/shares")
+@sessions.signin_required
+def share(rs_id: str) -> BaseResponse:
+    csrf.require()
+    user = _signed_in()
+    resource_set = _owned_set(user, rs_id)
+    to = _one_field("to", 4 * shares.TO_LENGTH)
+    until_text = _one_field("until", 64)
+    scopes = request.form.getlist("scopes")
+    if len(scopes) > len(resource_set.scopes) + 1 or any(len(s) > MAX_NAME for s in scopes):
+        abort(400, description="This form is incomplete. Go back, reload the page and try again.")
+    form = ShareForm(to, tuple(scopes), until_text)
+    now = runtime().clock.now()
+    errors: dict[str | None, str] = {}
+    until = None
+    try:
+        until = shares.end_of_day(until_text, now)
+    except shares.ShareRefused as refused:
+        errors[refused.field] = refused.message
+    if not errors:
+        try:
+            shares.share(
+                storage(),
+                user.username,
+                resource_set,
+                to,
+                scopes,
+                until,
+                now,
+                limit=runtime().config.limits.shares_per_owner,
+            )
+        except shares.ShareRefused as refused:
+            errors[refused.field] = refused.message
+    if errors:
+        return _render_set(user, resource_set, status=400, share_form=replace(form, errors=errors))
+    return redirect(_set_page(rs_id) + "#shares", 303)
+
+
+@bp.post("/policy/resource_set/<rs_id>/shares/<rule_id>/stop")
+@sessions.signin_required
+def stop_sharing(rs_id: str, rule_id: str) -> BaseResponse:
+    csrf.require()
+    user = _signed_in()
+    _owned_set(user, rs_id)
+    # Stopped already: the page shows it is gone either way.
+    shares.stop_sharing(storage(), user.sub, rule_id)
+    return redirect(_set_page(rs_id) + "#shares", 303)
 
 
 @bp.post("/policy/resource_set/<rs_id>/permissions/revoke")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..claims.model import OIDC_TYPE, REDIRECT_TYPE, SAML_TYPE
@@ -171,6 +172,7 @@ def decide(
     can_supply: Collection[tuple[str, str]],
     can_gather: Collection[tuple[str, str]] = (),
     client_id: str | None = None,
+    now: int | None = None,
 ) -> Decision:
     """Grant when the owner's rules that cover this resource set and hold on `claims` grant every
     requested scope (all or nothing); else, when every scope not granted yet has a rule that could
@@ -185,11 +187,16 @@ def decide(
     the decision ask for a redirect (`Decision.redirect`).
 
     `client_id` is the acting client (None: none named): a rule that lists `clients` holds only
-    for those, and no claim makes it hold for another."""
+    for those, and no claim makes it hold for another.
+
+    `now` is the current time, for rules with an end (`Rule.until`): a rule that has ended covers
+    nothing (and one with an end covers nothing when no time is given)."""
     requested = tuple(dict.fromkeys(scopes))
     owned = rules.rules_for(owner)
     evaluations: dict[int, Evaluation] = {}
     for index in rules.covering(owner, resource_set):
+        if owned[index].ended(now):
+            continue
         evaluations[index] = evaluate(
             index, owned[index], claims, can_supply, can_gather, client_id
         )
@@ -318,6 +325,9 @@ def _verdict(
     requested: tuple[str, ...],
     client_id: str | None = None,
 ) -> RuleVerdict:
+    if evaluation is None and rule.until is not None and rule.resource_sets.covers(resource_set):
+        ended = datetime.fromtimestamp(rule.until, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return RuleVerdict(rule.id, False, (f"ended at {ended}",))
     if evaluation is None:
         reason = (
             f"does not cover resource set {resource_set.name or resource_set.id!r}"

@@ -30,7 +30,16 @@ OPERATORS = (
     "exists",
     "regex",
 )
-_RULE_KEYS = ("id", "owner", "scopes", "description", "clients", "resource_sets", "conditions")
+_RULE_KEYS = (
+    "id",
+    "owner",
+    "scopes",
+    "description",
+    "clients",
+    "resource_sets",
+    "conditions",
+    "until",
+)
 _SELECTOR_KEYS = ("all", "ids", "types", "names")
 _CONDITION_KEYS = ("claim", "types", "issuers", "hint")
 # The ids of owners' own rules (made on their policy pages) start with this; a file's never do.
@@ -99,6 +108,8 @@ def rule_table(rule: Rule) -> dict[str, Any]:
         table["description"] = rule.description
     if rule.clients is not None:
         table["clients"] = sorted(rule.clients)
+    if rule.until is not None:
+        table["until"] = rule.until
     selector = rule.resource_sets
     if not selector.everything:
         table["resource_sets"] = {
@@ -185,6 +196,9 @@ def _read_rule(entry: Any, place: str, errors: list[str]) -> Rule | None:
     if description is not None and not isinstance(description, str):
         errors.append(f"{place}.description: must be a string")
     clients = _strings(entry, "clients", place, errors)
+    until = entry.get("until")
+    if until is not None and (type(until) is not int or until < 0):
+        errors.append(f"{place}.until: must be a time (seconds since 1970, a whole number >= 0)")
     selector = ResourceSetSelector()
     if "resource_sets" in entry:
         selector = _read_selector(entry["resource_sets"], f"{place}.resource_sets", errors)
@@ -207,6 +221,7 @@ def _read_rule(entry: Any, place: str, errors: list[str]) -> Rule | None:
         tuple(conditions),
         description,
         None if clients is None else shared_set(clients),
+        until,
     )
 
 

@@ -93,6 +93,9 @@ class Rule:
     description: str | None = None
     # The acting clients (by client id) the rule holds for; None: any client.
     clients: frozenset[str] | None = None
+    # When the rule ends (epoch seconds; a share's `until`): from then on it holds for no one.
+    # None: never. A decision is given the current time to compare (`decision.decide`'s `now`).
+    until: int | None = None
     grants: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -102,6 +105,10 @@ class Rule:
         """Whether the rule may hold for a request whose acting client is `client_id` (None: no
         client named, as when a decision is explained for any client)."""
         return self.clients is None or (client_id is not None and client_id in self.clients)
+
+    def ended(self, now: int | None) -> bool:
+        """Whether the rule has ended at `now`; a rule with an end has, when no time is given."""
+        return self.until is not None and (now is None or now >= self.until)
 
 
 class _Coverage:

@@ -145,6 +145,7 @@ def request_authorization(
                 Supplier.of(client.client_id, client.push_claim_types, verifiers, can_gather),
                 party,
                 claims,
+                now=now,
             )
         except MissingResourceSet:
             raise InvalidTicket() from None

@@ -109,6 +109,8 @@ class AccessRequest:
     client: Supplier
     requesting_party: str
     claims: Sequence[Claim]
+    # The current time, for rules with an end (a share's `until`); None: such rules hold for no one.
+    now: int | None = None
 
 
 def decide_access(rules: RuleSet, request: AccessRequest) -> Decision:
@@ -125,6 +127,7 @@ def decide_access(rules: RuleSet, request: AccessRequest) -> Decision:
         can_gather=request.client.can_gather,
         # `any_client` stands for no client in particular: a rule listing clients is not for it.
         client_id=None if request.client.client_id == ANY_CLIENT_ID else request.client.client_id,
+        now=request.now,
     )
 
 
@@ -160,8 +163,10 @@ def decide_ticket(
     client: Supplier,
     requesting_party: str,
     claims: Sequence[Claim],
+    now: int | None = None,
 ) -> TicketDecision:
-    """`decide_access` for each pair of a ticket (the sets read through `storage`), combined."""
+    """`decide_access` for each pair of a ticket (the sets read through `storage`), combined;
+    `now` as `AccessRequest.now`."""
     pairs = []
     for pair in permissions:
         resource_set = storage.find_resource_set(pair.resource_set_id)
@@ -169,7 +174,7 @@ def decide_ticket(
             raise MissingResourceSet(pair.resource_set_id)
         decision = decide_access(
             rules,
-            AccessRequest(owner, resource_set, pair.scopes, client, requesting_party, claims),
+            AccessRequest(owner, resource_set, pair.scopes, client, requesting_party, claims, now),
         )
         pairs.append((resource_set, pair.scopes, decision))
     if len(pairs) == 1:  # most tickets: the pair's decision is the ticket's

@@ -114,6 +114,7 @@ def explain_access(
             client=supplier,
             requesting_party=party.sub if party is not None else "-",
             claims=claims,
+            now=now,
         ),
     )
     answer = decision.as_dict()

@@ -352,6 +352,7 @@ def share(
                     Supplier.of(visit.client.client_id, visit.client.push_claim_types, verifiers),
                     party,
                     storage.gathered_claims(ticket.digest, party),
+                    now=now,
                 )
             except MissingResourceSet:
                 raise GatheringFailed("invalid_request", "the ticket is no longer open") from None

@@ -154,6 +154,7 @@ def decide_permissions(
     party: str,
     claims: Sequence[Claim],
     pairs: Sequence[RequestedPermission],
+    now: int | None = None,
 ) -> tuple[list[tuple[ResourceSet, tuple[str, ...]]], bool]:
     """What is granted of the pairs (each set's owner's rules deciding), and whether every pair
     is granted whole."""
@@ -170,7 +171,7 @@ def decide_permissions(
         kept: list[str] = []
         for scopes in asked:
             request = [RequestedPermission(resource_set.id, scopes)]
-            decision = decide_ticket(storage, owned, owner, request, client, party, claims)
+            decision = decide_ticket(storage, owned, owner, request, client, party, claims, now=now)
             if decision.outcome == "grant":
                 kept.extend(scopes)
                 if scopes == pair.scopes:
@@ -213,7 +214,7 @@ def request_permissions(
             raise InvalidRequest(f"audience: {echo(audience)} is no client of this server.")
         pairs = resolve(storage, audience, wanted)
         upgrading = own_rpt(storage, unverified_rpt, client, now) if unverified_rpt else None
-        granted, whole = decide_permissions(storage, rules, supplier, party, claims, pairs)
+        granted, whole = decide_permissions(storage, rules, supplier, party, claims, pairs, now)
         answer = _answer(
             storage, client, party, granted, whole, response_mode, submit_request, upgrading,
             unverified_rpt, now, lifetimes, rpt_key, jwt, rpt_issuer,

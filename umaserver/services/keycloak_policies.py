@@ -186,12 +186,13 @@ def _strings(body: Mapping[str, Any], member: str) -> list[str]:
 
 def policies_of(storage: Storage, owner: str, client_id: str, owner_sub: str) -> list[Policy]:
     """The owner's rules that are policies on sets this resource server registered for them,
-    oldest first."""
+    oldest first. Shares are not: the owner ends them on their page (Stop sharing)."""
     found = []
     sets: dict[str, bool] = {}
+    shared = {share.rule_id for share in storage.shares_of(owner_sub)}
     for stored in owner_rules.owner_rules(storage, owner):
         policy = as_policy(stored)
-        if policy is None:
+        if policy is None or policy.rule.id in shared:
             continue
         rs_id = policy.resource_set_id
         if rs_id not in sets:

@@ -53,6 +53,16 @@ class OwnerRulesDisabled(Exception):
         )
 
 
+class ShareRule(Exception):
+    """The rule is a share (`services.shares`): it is ended by Stop sharing, never edited or
+    deleted as a rule. The message is for the owner."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "This rule is a share: stop sharing on the resource set's page instead of changing it."
+        )
+
+
 @dataclass(frozen=True)
 class OwnerRule:
     rule: Rule
@@ -158,12 +168,16 @@ def replace_owner_rule(
     name: str | None = None,
 ) -> bool:
     """Replaces the rule of `owner` with `rule`'s id. False when `owner` has no rule of that id.
-    Raises OwnerRulesDisabled, LookupError, ValueError as `add_owner_rule`."""
+    Raises OwnerRulesDisabled, LookupError, ValueError as `add_owner_rule`, ShareRule."""
     if not enabled:
         raise OwnerRulesDisabled()
     table = _checked_table(owner, rule, name)
-    if not storage.replace_owner_rule(_user_sub(storage, owner), rule.id, table, now):
-        return False
+    user_sub = _user_sub(storage, owner)
+    with storage.transaction():
+        if storage.get_share(user_sub, rule.id) is not None:
+            raise ShareRule()
+        if not storage.replace_owner_rule(user_sub, rule.id, table, now):
+            return False
     _log("replaced", owner, rule)
     return True
 
@@ -171,12 +185,17 @@ def replace_owner_rule(
 def delete_owner_rule(
     storage: Storage, owner: str, rule_id: str, now: int, *, enabled: bool = True
 ) -> bool:
-    """False when `owner` has no rule of that id. Raises OwnerRulesDisabled."""
+    """False when `owner` has no rule of that id. Raises OwnerRulesDisabled, ShareRule."""
     if not enabled:
         raise OwnerRulesDisabled()
     user = storage.get_user_by_username(owner)
-    if user is None or not storage.delete_owner_rule(user.sub, rule_id):
+    if user is None:
         return False
+    with storage.transaction():
+        if storage.get_share(user.sub, rule_id) is not None:
+            raise ShareRule()
+        if not storage.delete_owner_rule(user.sub, rule_id):
+            return False
     log.info("owner rule deleted: owner=%s rule=%s", owner, rule_id)
     return True
 
@@ -222,6 +241,7 @@ def check_stored_rules(storage: Storage) -> StoredRulesCheck:
 @dataclass(frozen=True)
 class _Cached:
     version: int
+    enabled: bool  # False: `own` holds the owner's shares only
     own: tuple[Rule, ...]
     file_rules: RuleSet  # what `rules` was built on: the file's rules then in force
     rules: RuleSet
@@ -236,12 +256,11 @@ def effective_rules(
 ) -> RuleSet:
     """The rules a decision about `owner`'s sets uses: `rules_for(owner)` of the answer is the
     file's rules of `owner`, then the owner's own, oldest first (rules of other owners may be left
-    out). `enabled`: `[policies] owner_rules`; when false, just the file's.
+    out). `enabled`: `[policies] owner_rules`; when false, the file's and the owner's shares
+    (`services.shares`: a share is not one of the rules the switch turns off).
 
     Each process keeps the owners' rules it read, parsed, by version: a decision reads the
     owner's version, and their rules only when a change (by any process) bumped it since."""
-    if not enabled:
-        return file_rules
     user = storage.get_user_by_username(owner)
     if user is None:  # a client acting for itself, or no such user: no rules of its own
         return file_rules
@@ -251,7 +270,7 @@ def effective_rules(
     own: tuple[Rule, ...] | None = None
     with _cache_lock:
         cached = _cache.get(user.sub)
-        if cached is not None and cached.version == version:
+        if cached is not None and cached.version == version and cached.enabled == enabled:
             _cache.move_to_end(user.sub)
             if cached.file_rules is file_rules:
                 return cached.rules
@@ -260,9 +279,13 @@ def effective_rules(
         # Read outside the lock. Rules newer than `version` may be read here; kept as `version`,
         # they are read again at the next decision, which sees the newer version.
         own = tuple(rule for _, rule in _usable(storage.owner_rules_of(user.sub)))
-    rules = RuleSet((*file_rules.rules_for(owner), *own))
+        if not enabled:
+            shared = {share.rule_id for share in storage.shares_of(user.sub)}
+            own = tuple(rule for rule in own if rule.id in shared)
+    # Off, and no shares: just the file's.
+    rules = file_rules if not enabled and not own else RuleSet((*file_rules.rules_for(owner), *own))
     with _cache_lock:
-        _cache[user.sub] = _Cached(version, own, file_rules, rules)
+        _cache[user.sub] = _Cached(version, enabled, own, file_rules, rules)
         _cache.move_to_end(user.sub)
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)

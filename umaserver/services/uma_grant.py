@@ -188,6 +188,7 @@ def request_rpt(
                 Supplier.of(client.client_id, client.push_claim_types, verifiers, can_gather),
                 party,
                 [*claims, *account],
+                now=now,
             )
         except MissingResourceSet:
             raise InvalidGrant(_SETTLED) from None

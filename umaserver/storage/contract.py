@@ -48,6 +48,7 @@ from .records import (
     ResourceSetQuery,
     Rpt,
     Session,
+    Share,
     SigningKey,
     StoredOwnerRule,
     Ticket,
@@ -559,6 +560,25 @@ class OwnerRules(Protocol):
         ...
 
 
+class Shares(Protocol):
+    """Owners' rules marked as shares (issue 25): one row a rule, by the rule's id. The rule is
+    added and deleted with `OwnerRules`' operations (in one transaction with the row); deleting
+    the rule, or the owner, deletes its share."""
+
+    def add_share(self, share: Share) -> bool:
+        """Marks the rule `share.rule_id` of `share.owner` as that share; False (nothing changed)
+        when the owner has no rule of that id, or the rule is a share already."""
+        ...
+
+    def get_share(self, user_sub: str, rule_id: str) -> Share | None: ...
+
+    def shares_of(self, user_sub: str, resource_set_id: str | None = None) -> list[Share]:
+        """The owner's shares (of that set only, when given), oldest first (ties by rule id)."""
+        ...
+
+    def count_shares(self, user_sub: str) -> int: ...
+
+
 class FetchedUris(Protocol):
     """The queue and cache of URIs checked in the background: any process's job may take a due
     row (`claim_fetch_work` is atomic: of racers, one gets each row), and records what it found
@@ -653,6 +673,7 @@ class Storage(
     SigninFailures,
     IdentityLinks,
     OwnerRules,
+    Shares,
     FetchedUris,
     Pcts,
     SigningKeys,

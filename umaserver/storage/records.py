@@ -402,6 +402,25 @@ class StoredOwnerRule:
     updated_at: int
 
 
+ShareKind = Literal["user", "email"]
+
+
+@dataclass(frozen=True)
+class Share:
+    """An owner's rule marked as a share of one set with one person: `rule_id` the rule's id,
+    `owner` the owner's sub, `recipient` the username or e-mail address as registered (`kind`
+    says which), the scopes shared, `until` when it ends (epoch seconds; None: never)."""
+
+    rule_id: str
+    owner: str
+    resource_set_id: str
+    recipient: str
+    kind: ShareKind
+    scopes: tuple[str, ...]
+    until: int | None
+    created_at: int
+
+
 @dataclass(frozen=True)
 class FetchedUri:
     """A URI from a registration and what checking it found: a scope description (`scope`: its

@@ -8,7 +8,16 @@ import json
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from .records import Claim, Client, Permission, ResourceSet, StoredOwnerRule, Ticket, User
+from .records import (
+    Claim,
+    Client,
+    Permission,
+    ResourceSet,
+    Share,
+    StoredOwnerRule,
+    Ticket,
+    User,
+)
 
 
 class Row(Protocol):
@@ -42,6 +51,21 @@ def owner_rule(row: Row) -> StoredOwnerRule:
         rule=json.loads(row["rule"]),
         created_at=int(row["created_at"]),
         updated_at=int(row["updated_at"]),
+    )
+
+
+def share(row: Row) -> Share:
+    kind = str(row["kind"])
+    assert kind in ("user", "email")
+    return Share(
+        rule_id=str(row["rule_id"]),
+        owner=str(row["owner"]),
+        resource_set_id=str(row["resource_set_id"]),
+        recipient=str(row["recipient"]),
+        kind="user" if kind == "user" else "email",
+        scopes=tuple(json.loads(row["scopes"])),
+        until=None if row["until"] is None else int(row["until"]),
+        created_at=int(row["created_at"]),
     )
 
 

@@ -16,6 +16,7 @@ from .owner_rules import OwnerRules
 from .pcts import Pcts
 from .resources import Resources
 from .sessions import Sessions
+from .shares import Shares
 from .signing_keys import SigningKeys
 from .tickets import Tickets
 from .tokens import Tokens
@@ -31,6 +32,7 @@ class SQLStorage(
     Sessions,
     IdentityLinks,
     OwnerRules,
+    Shares,
     FetchedUris,
     Pcts,
     SigningKeys,

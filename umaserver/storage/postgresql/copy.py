@@ -45,6 +45,7 @@ TABLES = (
     "identity_links",
     "owner_rules",
     "owner_rule_versions",
+    "shares",
     "fetched_images",
     "fetched_uris",
     "pcts",

@@ -1,0 +1,224 @@
+"""Sharing a resource set with a person (issue 25): "Bob may view and print my holiday photos
+until Friday".
+
+A share is an owner's rule underneath, so that the decision, `policy explain` and the explain
+form need no second path: the rule covers the one set by id, grants the scopes shared, ends at
+`until` (`Rule.until`, compared with the decision's current time), and holds on one condition
+about the requesting party's own identity, the account claims of the person behind the AAT or
+Bearer token (`services.account_claims`, type `ACCOUNT_CLAIM_TYPE`, which no client can push):
+`username` equal to the username shared with, or the account's verified `email` equal to the
+address shared with. A row of the `shares` table marks the rule as a share and keeps `to` as the
+owner registered it; the rule and the row are written in one transaction.
+
+Shares have their own limit (`[limits] shares_per_owner`), count with `[policies] owner_rules =
+false` (`owner_rules.effective_rules`), and are never edited or deleted as rules
+(`owner_rules.ShareRule`): `stop_sharing` deletes both and revokes the permissions already
+granted on the set to the person shared with.
+
+Not expressed yet: an `email` from a verified ID token (`email_verified: true`). A rule's
+conditions must all hold and one condition reads one claim, so "the account's email, or an ID
+token's email that the same token says is verified" is not one rule; the rule language needs
+either alternatives or a verified-email claim of the OIDC type.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from ..claims.model import ACCOUNT_CLAIM_TYPE
+from ..errors import echo
+from ..policy.rule_file import PolicyError, parse_rule_table
+from ..storage import Storage
+from ..storage.records import ResourceSet, Share, ShareKind
+from . import owner_rules
+from .account_claims import account_values
+
+log = logging.getLogger("umaserver.policy")
+
+# What `to` may be: a username as registered, or an address of the form local@domain.
+TO_LENGTH = 254
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+DAY = 86400
+
+
+class ShareRefused(Exception):
+    """The share cannot be made; `field` is the form's field the sentence is about (`to`,
+    `scopes`, `until`), or None for the whole form. The message is for the owner."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+class TooManyShares(ShareRefused):
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            None,
+            f"You have {limit:,} shares already, as many as this server keeps for one person:"
+            " stop sharing something first.",
+        )
+
+
+@dataclass(frozen=True)
+class Recipient:
+    """Whom `to` names: a local user (their username as registered) or an e-mail address."""
+
+    kind: ShareKind
+    name: str
+
+
+def recipient(storage: Storage, to: str) -> Recipient:
+    """`to` read as an existing username first, else as an e-mail address. Raises ShareRefused
+    for the field `to`."""
+    to = to.strip()
+    if not to:
+        raise ShareRefused("to", "Enter the username or the e-mail address of the person.")
+    if len(to) > TO_LENGTH:
+        raise ShareRefused("to", f"This is longer than {TO_LENGTH} characters.")
+    user = storage.get_user_by_username(to)
+    if user is not None:
+        return Recipient("user", user.username)
+    if _EMAIL.fullmatch(to):
+        return Recipient("email", to)
+    raise ShareRefused(
+        "to", f"There is no user named {echo(to)}, and it is not an e-mail address either."
+    )
+
+
+def end_of_day(text: str, now: int) -> int | None:
+    """The end (exclusive, epoch seconds) of the day `text` (YYYY-MM-DD, an HTML date input's
+    value), UTC; None for an empty value (no end). Raises ShareRefused for the field `until`
+    when it is no date, or a day before today (UTC)."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        day = date.fromisoformat(text) if len(text) == 10 else None
+    except ValueError:
+        day = None
+    if day is None:
+        raise ShareRefused("until", "Enter a date such as 2026-11-28, or leave it empty.")
+    end = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
+    until = int(end.timestamp())
+    if until <= now:
+        raise ShareRefused("until", "This date is in the past: choose today or a later day.")
+    return until
+
+
+def last_day(until: int) -> date:
+    """The day a share ends at the end of (what `end_of_day` was given)."""
+    return datetime.fromtimestamp(until - 1, UTC).date()
+
+
+def share(
+    storage: Storage,
+    owner: str,
+    resource_set: ResourceSet,
+    to: str,
+    scopes: Sequence[str],
+    until: int | None,
+    now: int,
+    *,
+    limit: int,
+) -> Share:
+    """Shares `resource_set` of `owner` (a username) with the person `to` names, for `scopes`
+    (each one of the set's), until `until` (epoch seconds, from `end_of_day`; None: no end).
+    Raises ShareRefused (naming its field), TooManyShares."""
+    user = storage.get_user_by_username(owner)
+    if user is None or user.sub != resource_set.owner:
+        raise ShareRefused(None, "Only the owner of a resource set shares it.")
+    person = recipient(storage, to)
+    if person.kind == "user" and person.name == owner:
+        raise ShareRefused("to", "This is you: you have every access to your own resources.")
+    wanted = list(dict.fromkeys(scopes))
+    if not wanted:
+        raise ShareRefused("scopes", "Choose at least one thing the person may do.")
+    for scope in wanted:
+        if scope not in resource_set.scopes:
+            raise ShareRefused("scopes", f"{echo(scope)} is not something this resource allows.")
+    if until is not None and until <= now:
+        raise ShareRefused("until", "This date is in the past: choose today or a later day.")
+    rule_id = owner_rules.new_rule_id()
+    table: dict[str, Any] = {
+        "id": rule_id,
+        "owner": owner,
+        "scopes": wanted,
+        "description": f"Shared with {person.name}",
+        "resource_sets": {"ids": [resource_set.id]},
+        "conditions": [
+            {
+                "claim": "username" if person.kind == "user" else "email",
+                "one_of": [person.name],
+                "types": [ACCOUNT_CLAIM_TYPE],
+            }
+        ],
+    }
+    if until is not None:
+        table["until"] = until
+    try:
+        rule = parse_rule_table(table, "share")
+    except PolicyError as error:  # only if the reader changed under this table
+        raise ShareRefused(None, "; ".join(error.errors)) from None
+    made = Share(
+        rule_id, user.sub, resource_set.id, person.name, person.kind, tuple(wanted), until, now
+    )
+    with storage.transaction():
+        if storage.count_shares(user.sub) >= limit:
+            raise TooManyShares(limit)
+        # A share is not one of the rules `[policies] owner_rules` turns off.
+        owner_rules.add_owner_rule(storage, owner, rule, now, enabled=True)
+        if not storage.add_share(made):
+            raise RuntimeError(f"the rule {rule_id!r} was not there to mark as a share")
+    log.info(
+        "shared: owner=%s rule=%s resource_set=%s kind=%s scopes=%s until=%s",
+        owner,
+        rule_id,
+        resource_set.id,
+        person.kind,
+        ",".join(wanted),
+        until if until is not None else "-",
+    )
+    return made
+
+
+def shares_on(storage: Storage, owner_sub: str, resource_set_id: str) -> list[Share]:
+    """The shares of the set, oldest first."""
+    return storage.shares_of(owner_sub, resource_set_id)
+
+
+def stop_sharing(storage: Storage, owner_sub: str, rule_id: str) -> Share | None:
+    """Ends the share (its rule and row) and revokes the permissions on its set held for the
+    person shared with (a user by username; by e-mail, the local users whose account has that
+    address). None when the owner has no such share.
+
+    A permission does not say which rule granted it: those of the person on the set are all
+    revoked, and a client whose person another rule still allows gets them again at its next
+    request."""
+    with storage.transaction():
+        found = storage.get_share(owner_sub, rule_id)
+        if found is None:
+            return None
+        storage.delete_owner_rule(owner_sub, rule_id)  # the share's row goes with it
+        for rpt_digest, _ in storage.permissions_on(found.resource_set_id):
+            rpt = storage.get_rpt(rpt_digest)
+            if rpt is not None and _is_recipient(storage, found, rpt.requesting_party):
+                storage.delete_permission(rpt_digest, found.resource_set_id)
+    log.info("share stopped: rule=%s resource_set=%s", rule_id, found.resource_set_id)
+    return found
+
+
+def _is_recipient(storage: Storage, found: Share, requesting_party: str) -> bool:
+    """Whether the requesting party (a user's sub, or client:<id>) is the person shared with:
+    the user of that username, or a user whose account claims carry that e-mail address."""
+    user = storage.get_user(requesting_party)
+    if user is None:
+        return False
+    if found.kind == "user":
+        return user.username == found.recipient
+    return account_values(user).get("email") == found.recipient
