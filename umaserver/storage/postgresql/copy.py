@@ -50,6 +50,7 @@ TABLES = (
     "pcts",
     "pct_claims",
     "signing_keys",
+    "events",
 )
 
 
