@@ -1,0 +1,126 @@
+"""The access history (issue 25, item 5): every decision of the 1.0 authorization request and of
+the uma-ticket grant, and an owner's revocation, is an event of the set's owner, with the names as
+they were. Over HTTP through the Flask test client; the events read back through the store here,
+through `umaserver audit` and `/policy/history` further down."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from umaserver import secrets_at_rest
+from umaserver.storage.records import Event
+
+from .conftest import FakeClock, Party, Store, make_party, make_person
+from .flows import EMPLOYEE, OIDC, PHOTO_TYPE, PHOTOS_FOR_DOCTORS_AND_COLLEAGUES, FlaskApi, Flow
+from .pages_helpers import sign_in
+from .test_uma2_grant import Uma2
+from .test_uma2_grant import doctor as doctor_token
+
+PHOTOS = {"name": "Holiday photos", "scopes": ["view", "print"], "type": PHOTO_TYPE}
+DOCTOR = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
+
+
+@pytest.fixture
+def rules_text() -> str:
+    return PHOTOS_FOR_DOCTORS_AND_COLLEAGUES
+
+
+@pytest.fixture(autouse=True)
+def people(store: Store) -> None:
+    """alice and bob, who sign in with passwords (before `rs` makes alice without one)."""
+    for name in ("alice", "bob"):
+        make_person(store, name, secrets_at_rest.hash_password(f"{name}'s password"))
+
+
+@pytest.fixture
+def flow(http: FlaskClient, store: Store, rs: Party, people: None) -> Flow:
+    """alice's Holiday photos; bob's client (pushing employee and OIDC claims) with his AAT."""
+    viewer = make_party(store, "bob", "uma_authorization", push_types=(EMPLOYEE, OIDC))
+    return Flow(FlaskApi(http), rs, viewer, PHOTOS)
+
+
+@pytest.fixture
+def alice(app: Flask, people: None) -> FlaskClient:
+    browser = app.test_client()
+    assert sign_in(browser, "alice", "alice's password").status_code == 303
+    return browser
+
+
+def events_of(store: Store, username: str) -> list[Event]:
+    user = store.get_user_by_username(username)
+    assert user is not None
+    return store.events_of(user.sub, 100)
+
+
+def summary(event: Event) -> tuple[Any, ...]:
+    return (event.kind, event.outcome, event.rs_name, event.scopes, event.party, event.decided_by)
+
+
+def test_each_authorization_request_is_an_event_of_the_owner(
+    flow: Flow, store: Store, clock: FakeClock
+) -> None:
+    ticket = flow.ticket("view")
+    assert flow.ask(ticket).status == 403  # need_claims
+    clock.moment += 5
+    assert flow.ask(ticket, DOCTOR).status == 201
+    later, first = events_of(store, "alice")
+    assert summary(first) == (
+        "decision", "needs claims", "Holiday photos", ("view",), "bob", "doctors-view",
+    )  # fmt: skip
+    assert summary(later) == (
+        "grant", "granted", "Holiday photos", ("view",), "bob", "doctors-view",
+    )  # fmt: skip
+    assert later.at == first.at + 5 == clock.moment
+    assert later.client_id == flow.app.client_id and later.client_name == "client of bob"
+    assert later.rs_id == flow.rs_id
+    assert events_of(store, "bob") == []
+
+
+def test_an_event_keeps_the_names_as_they_were(http: FlaskClient, flow: Flow, store: Store) -> None:
+    assert flow.ask(flow.ticket("view"), DOCTOR).status == 201
+    renamed = http.put(
+        f"/rs/resource_set/{flow.rs_id}",
+        json={**PHOTOS, "name": "Old photos"},
+        headers=flow.rs.auth,
+    )
+    assert renamed.status_code == 200, renamed.text
+    (event,) = events_of(store, "alice")
+    assert event.rs_name == "Holiday photos"
+
+
+def test_each_uma_ticket_grant_decision_is_an_event(
+    http: FlaskClient, store: Store, rs: Party
+) -> None:
+    uma = Uma2(http, store, rs)
+    status, body = uma.token(ticket=uma.ticket("print"))
+    assert status == 403 and body["error"] == "need_info", body
+    status, body = uma.token(ticket=uma.ticket("view"), **doctor_token())
+    assert status == 200, body
+    granted, asked = events_of(store, "alice")
+    # The client acts for itself: no requesting party.
+    assert summary(asked) == (
+        "decision", "needs claims", "Photos", ("print",), None, "colleagues-print",
+    )  # fmt: skip
+    assert summary(granted) == ("grant", "granted", "Photos", ("view",), None, "doctors-view")
+    assert granted.client_name == "Viewer"
+
+
+def test_a_revocation_on_the_set_page_is_an_event(
+    alice: FlaskClient, flow: Flow, store: Store
+) -> None:
+    assert flow.ask(flow.ticket("view"), DOCTOR).status == 201
+    page = alice.get(f"/policy/resource_set/{flow.rs_id}")
+    (form,) = re.findall(r'action="[^"]*/permissions/revoke">(.*?)</form>', page.text, re.S)
+    fields = dict(re.findall(r'name="([^"]+)" value="([^"]*)"', form))
+    done = alice.post(f"/policy/resource_set/{flow.rs_id}/permissions/revoke", data=fields)
+    assert done.status_code == 303
+    revoked, _ = events_of(store, "alice")
+    assert summary(revoked) == ("revocation", "revoked", "Holiday photos", ("view",), "bob", None)
+    # Revoked already: no second event.
+    alice.post(f"/policy/resource_set/{flow.rs_id}/permissions/revoke", data=fields)
+    assert len(events_of(store, "alice")) == 2
