@@ -6,17 +6,29 @@ through `umaserver audit` and `/policy/history` further down."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from umaserver import secrets_at_rest
+from umaserver import create_app, secrets_at_rest
+from umaserver.config import AuditSettings, Config, ConfigError, MaintenanceSettings, load_config
+from umaserver.services.maintenance import prune
 from umaserver.storage.records import Event
 
-from .conftest import FakeClock, Party, Store, make_party, make_person
-from .flows import EMPLOYEE, OIDC, PHOTO_TYPE, PHOTOS_FOR_DOCTORS_AND_COLLEAGUES, FlaskApi, Flow
+from .conftest import FakeClock, Party, Store, make_party, make_person, open_store, write_config
+from .flows import (
+    EMPLOYEE,
+    OIDC,
+    PHOTO_TYPE,
+    PHOTOS_FOR_DOCTORS_AND_COLLEAGUES,
+    FlaskApi,
+    Flow,
+    wait_until,
+)
 from .pages_helpers import sign_in
 from .test_uma2_grant import Uma2
 from .test_uma2_grant import doctor as doctor_token
@@ -124,3 +136,51 @@ def test_a_revocation_on_the_set_page_is_an_event(
     # Revoked already: no second event.
     alice.post(f"/policy/resource_set/{flow.rs_id}/permissions/revoke", data=fields)
     assert len(events_of(store, "alice")) == 2
+
+
+# -- retention ---------------------------------------------------------------------------------
+
+DAY = 24 * 3600
+
+
+def an_event(at: int, owner: str = "alice-sub") -> Event:
+    return Event(
+        at, owner, "set-1", "Photos", ("view",), "c-1", "Viewer", "bob", "grant", "granted"
+    )
+
+
+def test_keep_days_is_90_by_default_and_must_be_positive(tmp_path: Path) -> None:
+    assert load_config(write_config(tmp_path)).audit.keep_days == 90
+    assert (
+        load_config(write_config(tmp_path, extra="[audit]\nkeep_days = 7\n")).audit.keep_days == 7
+    )
+    with pytest.raises(ConfigError, match="keep_days"):
+        load_config(write_config(tmp_path, extra="[audit]\nkeep_days = 0\n"))
+    with pytest.raises(ConfigError, match="keep"):
+        load_config(write_config(tmp_path, extra="[audit]\nkeep = 7\n"))
+
+
+def test_pruning_forgets_events_older_than_keep_days_in_batches(store: Store) -> None:
+    now = 1_800_000_000
+    for n in range(5):
+        store.add_event(an_event(now - 7 * DAY - 1 - n))
+    kept = an_event(now - 7 * DAY)
+    store.add_event(kept)
+    assert prune(store, now, batch=2, event_memory=7 * DAY).events == 5
+    assert store.events_of("alice-sub", 10) == [kept]
+
+
+def test_the_app_prunes_events_with_its_keep_days(config: Config, clock: FakeClock) -> None:
+    fast = replace(
+        config, maintenance=MaintenanceSettings(prune_interval=1), audit=AuditSettings(keep_days=2)
+    )
+    store = open_store(fast.database)
+    try:
+        store.add_event(an_event(clock.now() - 2 * DAY - 1))
+        store.add_event(an_event(clock.now() - 2 * DAY + 60, owner="kept"))
+        app = create_app(fast, clock=clock)
+        wait_until(lambda: store.events_of("alice-sub", 1) == [], timeout=10)
+        assert len(store.events_of("kept", 1)) == 1
+        del app
+    finally:
+        store.close()

@@ -114,6 +114,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         clock,
         config.maintenance.prune_interval,
         failure_memory=max(EXPIRED_MEMORY, config.signin.window + config.signin.lockout),
+        event_memory=config.audit.keep_days * 24 * 3600,
     )
     pruning.start()
     weakref.finalize(app, pruning.stop)
