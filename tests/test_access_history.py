@@ -5,8 +5,10 @@ through `umaserver audit` and `/policy/history` further down."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,16 @@ from umaserver.config import AuditSettings, Config, ConfigError, MaintenanceSett
 from umaserver.services.maintenance import prune
 from umaserver.storage.records import Event
 
-from .conftest import FakeClock, Party, Store, make_party, make_person, open_store, write_config
+from .conftest import (
+    CLI,
+    FakeClock,
+    Party,
+    Store,
+    make_party,
+    make_person,
+    open_store,
+    write_config,
+)
 from .flows import (
     EMPLOYEE,
     OIDC,
@@ -184,3 +195,60 @@ def test_the_app_prunes_events_with_its_keep_days(config: Config, clock: FakeClo
         del app
     finally:
         store.close()
+
+
+# -- umaserver audit -----------------------------------------------------------------------------
+
+
+def audit_lines(cli: CLI, *args: str) -> list[dict[str, Any]]:
+    result = cli("audit", *args)
+    assert result.exit_code == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def test_audit_prints_an_owners_events_oldest_first_as_json_lines(
+    flow: Flow, cli: CLI, clock: FakeClock
+) -> None:
+    ticket = flow.ticket("view")
+    assert flow.ask(ticket).status == 403
+    clock.moment += 60
+    assert flow.ask(ticket, DOCTOR).status == 201
+    first, second = audit_lines(cli, "--owner", "alice")
+    assert first["kind"] == "decision" and second["kind"] == "grant"
+    assert second == {
+        "time": datetime.fromtimestamp(clock.moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "owner": "alice",
+        "kind": "grant",
+        "outcome": "granted",
+        "resource_set_id": flow.rs_id,
+        "resource_set_name": "Holiday photos",
+        "scopes": ["view"],
+        "client_id": flow.app.client_id,
+        "client_name": "client of bob",
+        "requesting_party": "bob",
+        "decided_by": "doctors-view",
+    }
+    # --since: at or after; with Z, +00:00, or no offset (UTC).
+    since = datetime.fromtimestamp(clock.moment, UTC)
+    for text in (
+        since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        since.isoformat(),
+        since.replace(tzinfo=None).isoformat(),
+    ):
+        assert audit_lines(cli, "--owner", "alice", "--since", text) == [second]
+    assert len(audit_lines(cli, "--owner", "alice", "--since", since.date().isoformat())) == 2
+    assert audit_lines(cli, "--owner", "bob") == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--owner", "nobody"), "There is no user 'nobody'."),
+        (("--owner", "alice", "--since", "yesterday"), "is not an ISO 8601 time in UTC"),
+        (("--owner", "alice", "--since", "2026-11-26T10:00:00+01:00"), "is not in UTC"),
+    ],
+)
+def test_audit_errors_are_sentences(cli: CLI, args: tuple[str, ...], message: str) -> None:
+    result = cli("audit", *args)
+    assert result.exit_code == 1
+    assert message in result.stderr and result.stdout == ""

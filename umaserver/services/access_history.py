@@ -9,6 +9,8 @@ acting for itself). Writing one costs one INSERT (and, for a person, one read of
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from ..storage import Storage
 from ..storage.records import Client, Event, EventKind, ResourceSet
@@ -54,3 +56,25 @@ def record(
                 decided_by=", ".join(rule_ids) or None,
             )
         )
+
+
+def iso_time(moment: int) -> str:
+    """A moment as ISO 8601 in UTC, to the second: `2026-11-26T11:40:00Z`."""
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def as_json(event: Event, owner_name: str) -> dict[str, Any]:
+    """An event as `umaserver audit` prints it, the owner named as given."""
+    return {
+        "time": iso_time(event.at),
+        "owner": owner_name,
+        "kind": event.kind,
+        "outcome": event.outcome,
+        "resource_set_id": event.rs_id,
+        "resource_set_name": event.rs_name,
+        "scopes": list(event.scopes),
+        "client_id": event.client_id,
+        "client_name": event.client_name,
+        "requesting_party": event.party,
+        "decided_by": event.decided_by,
+    }
