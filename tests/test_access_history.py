@@ -5,6 +5,7 @@ through `umaserver audit` and `/policy/history` further down."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from dataclasses import replace
@@ -18,6 +19,7 @@ from flask.testing import FlaskClient
 
 from umaserver import create_app, secrets_at_rest
 from umaserver.config import AuditSettings, Config, ConfigError, MaintenanceSettings, load_config
+from umaserver.pages import history as history_page
 from umaserver.services.maintenance import prune
 from umaserver.storage.records import Event
 
@@ -252,3 +254,88 @@ def test_audit_errors_are_sentences(cli: CLI, args: tuple[str, ...], message: st
     result = cli("audit", *args)
     assert result.exit_code == 1
     assert message in result.stderr and result.stdout == ""
+
+
+# -- /policy/history -----------------------------------------------------------------------------
+
+
+def text_of(page: Any) -> str:
+    """The page's text: tags gone, entities read, spaces folded."""
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page.text)).split())
+
+
+def rows_of(page: Any) -> list[str]:
+    body = re.search(r"<tbody>(.*?)</tbody>", page.text, re.S)
+    if body is None:
+        return []
+    rows = re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S)
+    return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", row)).split()) for row in rows]
+
+
+def test_the_history_page_shows_the_owners_events_newest_first(
+    alice: FlaskClient, flow: Flow, clock: FakeClock, store: Store
+) -> None:
+    ticket = flow.ticket("view")
+    assert flow.ask(ticket).status == 403
+    clock.moment += 60
+    assert flow.ask(ticket, DOCTOR).status == 201
+    page = alice.get("/policy/history")
+    assert page.status_code == 200
+    when = datetime.fromtimestamp(clock.moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert rows_of(page) == [
+        f"{when} Holiday photos bob client of bob (not verified) view Granted doctors-view",
+        f"{datetime.fromtimestamp(clock.moment - 60, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}"
+        " Holiday photos bob client of bob (not verified) view Asked for more information"
+        " doctors-view",
+    ]
+    # The owner's pages link to it; bob, who owns nothing here, sees none of alice's events.
+    assert 'href="/policy/history"' in alice.get("/policy").text
+    assert (
+        f'href="/policy/history?resource_set={flow.rs_id}"'
+        in alice.get(f"/policy/resource_set/{flow.rs_id}").text
+    )
+    bob = alice.application.test_client()
+    assert sign_in(bob, "bob", "bob's password").status_code == 303
+    assert rows_of(bob.get("/policy/history")) == []
+    assert "Nothing yet." in text_of(bob.get("/policy/history"))
+
+
+def test_the_history_page_is_filtered_by_set_and_paginated(
+    alice: FlaskClient, flow: Flow, store: Store, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(history_page, "PAGE_SIZE", 2)
+    other = flow.register({**PHOTOS, "name": "Notes <b>"})
+    for rs_id in (flow.rs_id, other, flow.rs_id, flow.rs_id):
+        clock.moment += 1
+        assert flow.ask(flow.ticket("view", rs_id=rs_id), DOCTOR).status == 201
+    first = alice.get("/policy/history")
+    assert [row.split(" UTC ")[1][:14] for row in rows_of(first)] == ["Holiday photos"] * 2
+    found = re.search(r'href="/policy/history\?([^"]+)" rel="next"', first.text)
+    assert found is not None
+    second = alice.get("/policy/history?" + html.unescape(found.group(1)))
+    assert [row.split(" UTC ")[1][:8] for row in rows_of(second)] == ["Notes <b", "Holiday "]
+    assert 'rel="next"' not in second.text and "First page" in second.text
+    # The set's name is text, never markup.
+    assert "Notes &lt;b&gt;" in second.text
+    only = alice.get(f"/policy/history?resource_set={other}")
+    assert len(rows_of(only)) == 1 and "Only Notes <b>" in text_of(only)
+    mine = alice.get(f"/policy/history?resource_set={flow.rs_id}")
+    found = re.search(r'href="/policy/history\?([^"]+)" rel="next"', mine.text)
+    assert found is not None and f"resource_set={flow.rs_id}" in html.unescape(found.group(1))
+    rest = alice.get("/policy/history?" + html.unescape(found.group(1)))
+    assert len(rows_of(rest)) == 1
+
+
+@pytest.mark.parametrize(
+    "query", ["before=x", "before=1.2.3", "before=1&before=2", "resource_set=a&resource_set=b"]
+)
+def test_a_broken_history_link_is_a_400_page(alice: FlaskClient, query: str) -> None:
+    page = alice.get(f"/policy/history?{query}")
+    assert page.status_code == 400
+    assert page.headers["Content-Type"].startswith("text/html")
+
+
+def test_the_history_page_needs_a_signed_in_owner(app: Flask) -> None:
+    page = app.test_client().get("/policy/history")
+    assert page.status_code in (302, 303)
+    assert "/signin" in page.headers["Location"]
