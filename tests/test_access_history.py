@@ -149,6 +149,10 @@ def test_a_revocation_on_the_set_page_is_an_event(
     # Revoked already: no second event.
     alice.post(f"/policy/resource_set/{flow.rs_id}/permissions/revoke", data=fields)
     assert len(events_of(store, "alice")) == 2
+    assert rows_of(alice.get("/policy/history"))[0] == (
+        f"{when(revoked.at)} You revoked what bob held through client of bob (not verified) :"
+        " view on Holiday photos ."
+    )
 
 
 # -- retention ---------------------------------------------------------------------------------
@@ -265,11 +269,16 @@ def text_of(page: Any) -> str:
 
 
 def rows_of(page: Any) -> list[str]:
-    body = re.search(r"<tbody>(.*?)</tbody>", page.text, re.S)
-    if body is None:
+    """The text of each event on a history page."""
+    listed = re.search(r'<ol class="history">(.*?)</ol>', page.text, re.S)
+    if listed is None:
         return []
-    rows = re.findall(r"<tr>(.*?)</tr>", body.group(1), re.S)
+    rows = re.findall(r"<li>(.*?)</li>", listed.group(1), re.S)
     return [" ".join(html.unescape(re.sub(r"<[^>]+>", " ", row)).split()) for row in rows]
+
+
+def when(moment: int) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%-d %b %Y, %H:%M:%S UTC")
 
 
 def test_the_history_page_shows_the_owners_events_newest_first(
@@ -281,12 +290,11 @@ def test_the_history_page_shows_the_owners_events_newest_first(
     assert flow.ask(ticket, DOCTOR).status == 201
     page = alice.get("/policy/history")
     assert page.status_code == 200
-    when = datetime.fromtimestamp(clock.moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     assert rows_of(page) == [
-        f"{when} Holiday photos bob client of bob (not verified) view Granted doctors-view",
-        f"{datetime.fromtimestamp(clock.moment - 60, UTC).strftime('%Y-%m-%d %H:%M:%S UTC')}"
-        " Holiday photos bob client of bob (not verified) view Asked for more information"
-        " doctors-view",
+        f"{when(clock.moment)} bob asked through client of bob (not verified) for view on"
+        " Holiday photos : Granted (by doctors-view) .",
+        f"{when(clock.moment - 60)} bob asked through client of bob (not verified) for view on"
+        " Holiday photos : More information needed (by doctors-view) .",
     ]
     # The owner's pages link to it; bob, who owns nothing here, sees none of alice's events.
     assert 'href="/policy/history"' in alice.get("/policy").text
@@ -309,11 +317,11 @@ def test_the_history_page_is_filtered_by_set_and_paginated(
         clock.moment += 1
         assert flow.ask(flow.ticket("view", rs_id=rs_id), DOCTOR).status == 201
     first = alice.get("/policy/history")
-    assert [row.split(" UTC ")[1][:14] for row in rows_of(first)] == ["Holiday photos"] * 2
+    assert [row.split(" on ")[1][:14] for row in rows_of(first)] == ["Holiday photos"] * 2
     found = re.search(r'href="/policy/history\?([^"]+)" rel="next"', first.text)
     assert found is not None
     second = alice.get("/policy/history?" + html.unescape(found.group(1)))
-    assert [row.split(" UTC ")[1][:8] for row in rows_of(second)] == ["Notes <b", "Holiday "]
+    assert [row.split(" on ")[1][:8] for row in rows_of(second)] == ["Notes <b", "Holiday "]
     assert 'rel="next"' not in second.text and "First page" in second.text
     # The set's name is text, never markup.
     assert "Notes &lt;b&gt;" in second.text

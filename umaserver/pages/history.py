@@ -34,36 +34,41 @@ WORDS = {
     ("grant", "granted"): "Granted",
     ("decision", "granted"): "Allowed",
     ("decision", "refused"): "Refused",
-    ("decision", "needs claims"): "Asked for more information",
-    ("revocation", "revoked"): "You revoked it",
+    ("decision", "needs claims"): "More information needed",
 }
+
+STYLES = {"granted": "decision-grant", "refused": "decision-deny"}
 
 
 @dataclass(frozen=True)
 class EventView:
     when: str
+    kind: str
     rs_id: str
     rs_name: str
     scopes: str
     client_name: str
     party: str | None
     what: str
+    style: str  # the class that colours it: decision-grant, decision-deny or none
     decided_by: str | None
 
 
 def _when(moment: int) -> str:
-    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(moment, UTC).strftime("%-d %b %Y, %H:%M:%S UTC")
 
 
 def _view(event: Event) -> EventView:
     return EventView(
         when=_when(event.at),
+        kind=event.kind,
         rs_id=event.rs_id,
         rs_name=event.rs_name,
         scopes=", ".join(event.scopes),
         client_name=event.client_name,
         party=event.party,
         what=WORDS.get((event.kind, event.outcome), f"{event.kind}: {event.outcome}"),
+        style=STYLES.get(event.outcome, ""),
         decided_by=event.decided_by,
     )
 
