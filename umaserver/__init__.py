@@ -42,6 +42,7 @@ from .pages import (
     authorize,
     claims_interaction,
     external_signin,
+    history,
     policy,
     rqp_claims,
     untrusted,
@@ -114,6 +115,7 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
         clock,
         config.maintenance.prune_interval,
         failure_memory=max(EXPIRED_MEMORY, config.signin.window + config.signin.lockout),
+        event_memory=config.audit.keep_days * 24 * 3600,
     )
     pruning.start()
     weakref.finalize(app, pruning.stop)
@@ -168,6 +170,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     pages.register(app, account.bp)
     # The owner's policy pages: each resource set's user_access_policy_uri.
     pages.register(app, policy.bp)
+    # The owner's access history.
+    pages.register(app, history.bp)
     # The requesting party claims endpoint, and signing in at external OpenID Connect providers
     # for it (this server their relying party).
     pages.register(app, rqp_claims.bp)

@@ -117,6 +117,13 @@ class MaintenanceSettings:
 
 
 @dataclass(frozen=True)
+class AuditSettings:
+    # `[audit] keep_days`: how long the access history keeps an event; the maintenance job prunes
+    # older ones.
+    keep_days: int = 90
+
+
+@dataclass(frozen=True)
 class RegistrationSettings:
     # Whether anyone may register a client at /register; when false (the default), registering
     # takes an initial access token from `registration-token issue`.
@@ -177,6 +184,7 @@ class Config:
     lifetimes: Lifetimes = Lifetimes()
     claims: ClaimSettings = ClaimSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
+    audit: AuditSettings = AuditSettings()
     registration: RegistrationSettings = RegistrationSettings()
     sessions: SessionSettings = SessionSettings()
     signin: SigninSettings = SigninSettings()
@@ -405,6 +413,12 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     )
     section.finish()
 
+    section = top.section("audit")
+    audit = AuditSettings(
+        keep_days=section.take("keep_days", int, AuditSettings.keep_days, positive),
+    )
+    section.finish()
+
     section = top.section("registration")
     registration = RegistrationSettings(
         open=section.take("open", bool, RegistrationSettings.open),
@@ -472,6 +486,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         lifetimes=lifetimes,
         claims=claims,
         maintenance=maintenance,
+        audit=audit,
         registration=registration,
         sessions=sessions,
         signin=signin,

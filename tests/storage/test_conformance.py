@@ -18,6 +18,7 @@ from umaserver.storage.records import (
     AssertionUse,
     Client,
     Consent,
+    Event,
     FetchedImage,
     InitialAccessToken,
     OwnedResourceSet,
@@ -1904,3 +1905,72 @@ def test_the_permissions_of_a_party_and_client_are_those_of_its_live_rpts(store:
         sets[2], issued_at=T, expires_at=T + 20
     )
     assert store.permissions_of_party(make_client(store).client_id, person.sub, T) == []
+
+
+# -- events ------------------------------------------------------------------------------------
+
+
+def event(at: int, owner: str = "alice-sub", rs_id: str = "set-1", **changes: Any) -> Event:
+    base = Event(
+        at=at,
+        owner=owner,
+        rs_id=rs_id,
+        rs_name=f"Photos {rs_id}",
+        scopes=("view", "print"),
+        client_id="client-1",
+        client_name="Photo printer",
+        party="bob",
+        kind="decision",
+        outcome="granted",
+        decided_by="share bob",
+    )
+    return replace(base, **changes)
+
+
+def test_an_event_round_trips_with_and_without_its_optional_names(store: Storage) -> None:
+    full = event(T)
+    bare = event(
+        T + 1, party=None, decided_by=None, kind="revocation", outcome="revoked", scopes=()
+    )
+    store.add_event(full)
+    store.add_event(bare)
+    assert store.events_of("alice-sub", 10) == [bare, full]
+    assert all(found.seq > 0 for found in store.events_of("alice-sub", 10))
+
+
+def test_events_page_newest_first_by_owner_and_set_from_a_cursor(store: Storage) -> None:
+    # Three in one second, added in order: the later added is the newer.
+    added = [event(T, outcome=f"n{n}") for n in range(3)]
+    added += [event(T + 5, rs_id="set-2"), event(T - 5)]
+    added += [event(T + 1, owner="carol-sub")]
+    for one in added:
+        store.add_event(one)
+    newest_first = [added[3], added[2], added[1], added[0], added[4]]
+    assert store.events_of("alice-sub", 10) == newest_first
+    first = store.events_of("alice-sub", 2)
+    assert first == newest_first[:2]
+    second = store.events_of("alice-sub", 2, before=(first[-1].at, first[-1].seq))
+    assert second == newest_first[2:4]
+    third = store.events_of("alice-sub", 2, before=(second[-1].at, second[-1].seq))
+    assert third == newest_first[4:]
+    assert store.events_of("alice-sub", 10, rs_id="set-2") == [added[3]]
+    assert store.events_of("alice-sub", 10, rs_id="set-9") == []
+    assert store.events_of("nobody", 10) == []
+
+
+def test_events_since_a_moment_are_oldest_first_and_include_it(store: Storage) -> None:
+    for at in (T + 3, T, T - 1, T + 3):
+        store.add_event(event(at, outcome=str(at)))
+    store.add_event(event(T, owner="carol-sub"))
+    assert [found.at for found in store.events_since("alice-sub", T)] == [T, T + 3, T + 3]
+    assert store.events_since("alice-sub", T + 4) == []
+
+
+def test_events_are_deleted_before_a_moment_in_batches(store: Storage) -> None:
+    for n in range(5):
+        store.add_event(event(T + n, owner=f"owner-{n % 2}"))
+    assert store.delete_events_before(T + 4, 3) == 3
+    assert store.delete_events_before(T + 4, 3) == 1
+    assert store.delete_events_before(T + 4, 3) == 0
+    left = store.events_of("owner-0", 10) + store.events_of("owner-1", 10)
+    assert [found.at for found in left] == [T + 4]

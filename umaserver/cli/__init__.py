@@ -217,4 +217,4 @@ def _app(config: Config) -> Flask:
 
 
 # The command groups register themselves on `main`.
-from . import db, keys, operators, rules  # noqa: E402, F401  (clients, users, tokens; the rule file; db copy; signing keys)
+from . import audit, db, keys, operators, rules  # noqa: E402, F401  (clients, users, tokens; the rule file; db copy; signing keys; the access history)

@@ -513,7 +513,7 @@ def revoke_permission(rs_id: str) -> BaseResponse:
     if len(sent) != 1 or not sent[0] or len(sent[0]) > 128:
         abort(400, description="This form is incomplete. Go back, reload the page and try again.")
     # Revoked already (or never granted): the page shows it is gone either way.
-    if owner_permissions.revoke(storage(), rs_id, sent[0], _reference_key()):
+    if owner_permissions.revoke(storage(), rs_id, sent[0], _reference_key(), runtime().clock.now()):
         log.info("permission revoked owner=%r resource_set=%r", user.username, rs_id)
     return redirect(_set_page(rs_id) + "#permissions", 303)
 

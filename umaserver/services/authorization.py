@@ -23,7 +23,7 @@ from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUn
 from ..policy.decision import NeededClaim, redirect_label
 from ..storage import Storage
 from ..storage.records import AccessToken, Client, Ticket
-from . import gathering, rpts
+from . import access_history, gathering, rpts
 from .account_claims import account_claims
 from .decision import (
     MissingResourceSet,
@@ -180,6 +180,15 @@ def request_authorization(
             )
         else:
             outcome = Outcome("need_claims", need_claims=decision.need_claims)
+        access_history.record(
+            storage,
+            now=now,
+            kind="grant" if outcome.kind == "grant" else "decision",
+            outcome=access_history.OUTCOMES[outcome.kind],
+            client=client,
+            party=aat.user_sub if aat.user_sub is not None else party,
+            pairs=((rs, scopes, d.rule_ids) for rs, scopes, d in decision.pairs),
+        )
 
     log.info(
         "decision=%s owner=%s resource_set=%s scopes=%s client=%s rules=%s requests=%d",

@@ -29,6 +29,7 @@ from ..config import Lifetimes, Limits
 from ..errors import APIError, InvalidRequest, InvalidScope, TemporarilyUnavailable, echo
 from ..storage import Storage
 from ..storage.records import Claim, Client, RequestedPermission, ResourceSet, Rpt
+from . import access_history
 from .decision import RulesFor, Supplier, decide_ticket, owner_name
 from .signing_keys import JwtRpts
 from .uma_grant import Answer, grant_rpt, own_rpt, read_claim_token
@@ -219,6 +220,7 @@ def request_permissions(
             storage, client, party, granted, whole, response_mode, submit_request, upgrading,
             unverified_rpt, now, lifetimes, rpt_key, jwt, rpt_issuer,
         )  # fmt: skip
+        _record(storage, client, party, pairs, granted, answer, response_mode, now)
     log.info(
         "decision=%s grant=uma-ticket form=keycloak audience=%s resource_sets=%s client=%s"
         " response_mode=%s",
@@ -229,6 +231,36 @@ def request_permissions(
         response_mode or "-",
     )
     return answer
+
+
+def _record(
+    storage: Storage,
+    client: Client,
+    party: str,
+    pairs: Sequence[RequestedPermission],
+    granted: list[tuple[ResourceSet, tuple[str, ...]]],
+    answer: Answer,
+    response_mode: str | None,
+    now: int,
+) -> None:
+    """The history's events: one for each pair asked about, granted (the scopes granted) or
+    refused (those asked); a grant when an RPT was issued, else a decision."""
+    given = {rs.id: scopes for rs, scopes in granted} if answer.status == 200 else {}
+    issued = answer.status == 200 and response_mode is None
+    for pair in pairs:
+        resource_set = storage.find_resource_set(pair.resource_set_id)
+        if resource_set is None:
+            continue
+        scopes = given.get(resource_set.id)
+        access_history.record(
+            storage,
+            now=now,
+            kind="grant" if issued and scopes else "decision",
+            outcome="granted" if scopes else "refused",
+            client=client,
+            party=party,
+            pairs=[(resource_set, scopes or pair.scopes, ())],
+        )
 
 
 def _answer(

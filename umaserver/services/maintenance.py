@@ -6,7 +6,8 @@ one), assertion uses, RPTs with their permissions, initial access tokens, PATs a
 their RPTs: an RPT may outlive its AAT, and a token with an RPT still stored under it stays),
 authorization codes and refresh tokens (used ones too: until then a reused one is still recognised
 and revokes its family); also sessions as soon as they have expired, and failed sign-ins older than
-a day (or than `failure_memory`, when the sign-in limits look further back). Each batch of at most `BATCH`
+a day (or than `failure_memory`, when the sign-in limits look further back), and the access
+history's events older than `[audit] keep_days`. Each batch of at most `BATCH`
 rows is its own short transaction, so no write holds the lock for long, and several processes may
 prune one database at once: each deletes what the others have not.
 
@@ -37,6 +38,8 @@ CHECKPOINT_INTERVAL = 0.25
 # Seconds an expired ticket, RPT, access token or assertion use is remembered after its expiry.
 EXPIRED_MEMORY = 24 * 3600
 BATCH = 500
+# Seconds the access history keeps an event by default (`[audit] keep_days`: 90 days).
+EVENT_MEMORY = 90 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Pruned:
     signin_failures: int = 0
     claims_handles: int = 0
     pcts: int = 0
+    events: int = 0
 
     @property
     def total(self) -> int:
@@ -67,6 +71,7 @@ class Pruned:
             + self.signin_failures
             + self.claims_handles
             + self.pcts
+            + self.events
         )
 
 
@@ -80,10 +85,15 @@ def _in_batches(delete: Callable[[int, int], int], moment: int, batch: int) -> i
 
 
 def prune(
-    storage: Storage, now: int, batch: int = BATCH, failure_memory: int = EXPIRED_MEMORY
+    storage: Storage,
+    now: int,
+    batch: int = BATCH,
+    failure_memory: int = EXPIRED_MEMORY,
+    event_memory: int = EVENT_MEMORY,
 ) -> Pruned:
     """Deletes, batch by batch, what expired before `now - EXPIRED_MEMORY` (sessions: before
-    `now`; failed sign-ins: from before `now - failure_memory`); what it deleted."""
+    `now`; failed sign-ins: from before `now - failure_memory`; the access history's events:
+    from before `now - event_memory`); what it deleted."""
     moment = now - EXPIRED_MEMORY
     return Pruned(
         claims_handles=_in_batches(storage.delete_claims_handles_expired_before, moment, batch),
@@ -103,6 +113,7 @@ def prune(
         signin_failures=_in_batches(
             storage.delete_signin_failures_before, now - failure_memory, batch
         ),
+        events=_in_batches(storage.delete_events_before, now - event_memory, batch),
     )
 
 
@@ -115,9 +126,11 @@ class PruneJob(BackgroundJob):
         clock: Clock,
         interval: float,
         failure_memory: int = EXPIRED_MEMORY,
+        event_memory: int = EVENT_MEMORY,
     ) -> None:
         self._open_storage = open_storage
         self._failure_memory = failure_memory
+        self._event_memory = event_memory
         self._clock = clock
         self._interval = interval
         super().__init__("umaserver-prune")
@@ -126,14 +139,19 @@ class PruneJob(BackgroundJob):
         """One pruning, now (the thread's one step)."""
         storage = self._open_storage()
         try:
-            pruned = prune(storage, self._clock.now(), failure_memory=self._failure_memory)
+            pruned = prune(
+                storage,
+                self._clock.now(),
+                failure_memory=self._failure_memory,
+                event_memory=self._event_memory,
+            )
         finally:
             storage.close()
         if pruned.total:
             log.info(
                 "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d"
                 " authorization_codes=%d refresh_tokens=%d initial_access_tokens=%d"
-                " sessions=%d signin_failures=%d claims_handles=%d",
+                " sessions=%d signin_failures=%d claims_handles=%d events=%d",
                 pruned.tickets,
                 pruned.assertion_uses,
                 pruned.rpts,
@@ -144,6 +162,7 @@ class PruneJob(BackgroundJob):
                 pruned.sessions,
                 pruned.signin_failures,
                 pruned.claims_handles,
+                pruned.events,
             )
         return pruned
 

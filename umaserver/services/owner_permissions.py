@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from .. import secrets_at_rest
 from ..storage import Storage
+from ..storage.records import Client
+from . import access_history
 
 
 def reference_key(secret_key: str) -> bytes:
@@ -72,13 +74,36 @@ def granted_on(storage: Storage, rs_id: str, now: int, key: bytes) -> list[Grant
     return found
 
 
-def revoke(storage: Storage, rs_id: str, unverified_reference: str, key: bytes) -> bool:
-    """Deletes the permission (every scope) on the set that the reference names, expired or not;
-    False when none matches."""
+def revoke(storage: Storage, rs_id: str, unverified_reference: str, key: bytes, now: int) -> bool:
+    """Deletes the permission (every scope) on the set that the reference names, expired or not,
+    and writes the revocation to the owner's history (at `now`) in the same transaction; False
+    when none matches."""
     sent = unverified_reference.encode("utf-8")
     with storage.transaction():
-        for rpt_digest, _ in storage.permissions_on(rs_id):
+        for rpt_digest, permission in storage.permissions_on(rs_id):
             mine = reference(key, rs_id, rpt_digest).encode("utf-8")
             if hmac.compare_digest(sent, mine):
-                return storage.delete_permission(rpt_digest, rs_id)
+                if not storage.delete_permission(rpt_digest, rs_id):
+                    return False
+                _record_revocation(storage, rs_id, rpt_digest, permission.scopes, now)
+                return True
     return False
+
+
+def _record_revocation(
+    storage: Storage, rs_id: str, rpt_digest: str, scopes: tuple[str, ...], now: int
+) -> None:
+    resource_set = storage.find_resource_set(rs_id)
+    rpt = storage.get_rpt(rpt_digest)
+    if resource_set is None or rpt is None:
+        return
+    client = storage.get_client(rpt.client_id)
+    access_history.record(
+        storage,
+        now=now,
+        kind="revocation",
+        outcome="revoked",
+        client=client or Client(rpt.client_id, "", rpt.client_id, (), ()),
+        party=rpt.requesting_party,
+        pairs=[(resource_set, scopes, ())],
+    )

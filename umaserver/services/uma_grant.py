@@ -39,7 +39,7 @@ from ..errors import APIError, InvalidRequest, InvalidScope, TemporarilyUnavaila
 from ..policy.decision import NeededClaim
 from ..storage import Storage
 from ..storage.records import Claim, Client, Pct, RequestedPermission, ResourceSet, Rpt, Ticket
-from . import rpts
+from . import access_history, rpts
 from .decision import MissingResourceSet, RulesFor, Supplier, decide_ticket, gatherable, owner_name
 from .pushed_claims import (
     MAX_TICKET_REQUESTS,
@@ -225,6 +225,18 @@ def request_rpt(
             rotated = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
             storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
             answer = _need_info(rotated, decision.need_claims, decision.gathers)
+        said = decision.outcome
+        if isinstance(answer.body, dict) and answer.body.get("error") == "request_denied":
+            said = "deny"  # the policy's word, or out of requests
+        access_history.record(
+            storage,
+            now=now,
+            kind="grant" if said == "grant" else "decision",
+            outcome=access_history.OUTCOMES[said],
+            client=client,
+            party=party,
+            pairs=((rs, scopes, d.rule_ids) for rs, scopes, d in decision.pairs),
+        )
     log.info(
         "decision=%s grant=uma-ticket owner=%s resource_sets=%s client=%s rules=%s requests=%d",
         answer.body.get("error", "grant") if isinstance(answer.body, dict) else "grant",

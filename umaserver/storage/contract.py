@@ -35,6 +35,7 @@ from .records import (
     ClaimsHandle,
     Client,
     Consent,
+    Event,
     FetchedImage,
     FetchedUri,
     FetchKind,
@@ -653,6 +654,35 @@ class Pcts(Protocol):
         ...
 
 
+class Events(Protocol):
+    """The access history: what was decided, granted, shared, stopped, approved, denied and
+    revoked, by the owner of the set it was about. Each event is written in the transaction of what
+    it records; nothing changes it after."""
+
+    def add_event(self, event: Event) -> None: ...
+
+    def events_of(
+        self,
+        owner: str,
+        limit: int,
+        *,
+        rs_id: str | None = None,
+        before: tuple[int, int] | None = None,
+    ) -> list[Event]:
+        """At most `limit` of the owner's events, newest first (by time, then the order they were
+        added), only those on `rs_id` when given, and only those before the cursor `before`
+        ((`at`, `seq`) of the last event of the previous page) when given."""
+        ...
+
+    def events_since(self, owner: str, moment: int) -> list[Event]:
+        """The owner's events at or after `moment`, oldest first."""
+        ...
+
+    def delete_events_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` events (of any owner) older than `moment`; how many."""
+        ...
+
+
 class Storage(
     Clients,
     InitialAccessTokens,
@@ -677,6 +707,7 @@ class Storage(
     FetchedUris,
     Pcts,
     SigningKeys,
+    Events,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

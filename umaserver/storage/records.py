@@ -475,3 +475,28 @@ class SigningKey:
     sealed_key: str
     created_at: int
     current: bool = False
+
+
+EventKind = Literal["decision", "grant", "share", "stop", "approval", "denial", "revocation"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of an owner's access history. Names are text, as they were at `at`: the set's
+    name (`rs_name`), the client's, and the requesting party's username (None for a client acting
+    for itself). `outcome` says what came of it (granted, refused, revoked, ...), `decided_by` the
+    rule or share that decided, if one did. `seq` orders the events of one second; the store sets
+    it on reading (0 on an event not yet stored), and pages use (`at`, `seq`) as their cursor."""
+
+    at: int
+    owner: str
+    rs_id: str
+    rs_name: str
+    scopes: tuple[str, ...]
+    client_id: str
+    client_name: str
+    party: str | None
+    kind: EventKind
+    outcome: str
+    decided_by: str | None = None
+    seq: int = field(default=0, compare=False)

@@ -8,6 +8,7 @@ what differs between SQLite and PostgreSQL is the handle's dialect (`dialect`, `
 from __future__ import annotations
 
 from .accounts import Accounts
+from .events import Events
 from .evidence import Evidence
 from .fetched import FetchedUris
 from .identity_links import IdentityLinks
@@ -36,5 +37,6 @@ class SQLStorage(
     FetchedUris,
     Pcts,
     SigningKeys,
+    Events,
 ):
     """The contract's operations over one connection (see `contract.Storage`)."""

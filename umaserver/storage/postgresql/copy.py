@@ -51,6 +51,7 @@ TABLES = (
     "pcts",
     "pct_claims",
     "signing_keys",
+    "events",
 )
 
 
