@@ -36,10 +36,12 @@ def record(
     client: Client,
     party: str | None,
     pairs: Iterable[tuple[ResourceSet, Sequence[str], Sequence[str]]],
+    username: str | None = None,
 ) -> None:
     """One event for each (set, scopes, rules that decided) of `pairs`, on that set's owner's
-    history. `party` as the store has it (a sub, or `client:<id>`)."""
-    name = party_name(storage, party)
+    history. `party` as the store has it (a sub, or `client:<id>`); `username`, the party's when
+    the caller has it already (an AAT carries it), saves reading it."""
+    name = username if username is not None and party is not None else party_name(storage, party)
     for resource_set, scopes, rule_ids in pairs:
         storage.add_event(
             Event(

@@ -188,6 +188,7 @@ def request_authorization(
             client=client,
             party=aat.user_sub if aat.user_sub is not None else party,
             pairs=((rs, scopes, d.rule_ids) for rs, scopes, d in decision.pairs),
+            username=aat.username,
         )
 
     log.info(
