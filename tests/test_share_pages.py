@@ -201,3 +201,16 @@ def test_a_shares_rule_is_not_edited_or_deleted_as_a_rule(alice: FlaskClient, fl
         assert said in html.unescape(reply.text)
     assert shares_listed(alice, flow) == ["bob - view Stop sharing"]
     assert granted(flow) is False and flow.ask(flow.ticket("view")).status == 201
+
+
+def test_a_share_and_its_stop_are_in_the_owners_history(alice: FlaskClient, flow: Flow) -> None:
+    assert post_share(alice, flow, to="bob", scopes=["view", "print"]).status_code == 303
+    page = alice.get(page_of(flow))
+    stop = re.search(r'action="([^"]+/stop)"', page.text)
+    token = TOKEN.search(page.text)
+    assert stop is not None and token is not None
+    assert alice.post(stop.group(1), data={"csrf_token": token.group(1)}).status_code == 303
+    history = text_of(alice.get("/policy/history"))
+    shared = history.index("You shared view, print on Holiday photos with bob .")
+    stopped = history.index("You stopped sharing view, print on Holiday photos with bob .")
+    assert stopped < shared  # newest first

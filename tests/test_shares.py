@@ -75,8 +75,8 @@ def test_a_share_with_bob_grants_bobs_client_until_stop_sharing(
 
     alice = store.get_user_by_username("alice")
     assert alice is not None
-    assert shares.stop_sharing(store, alice.sub, made.rule_id) == made
-    assert shares.stop_sharing(store, alice.sub, made.rule_id) is None
+    assert shares.stop_sharing(store, alice.sub, made.rule_id, clock.now()) == made
+    assert shares.stop_sharing(store, alice.sub, made.rule_id, clock.now()) is None
     assert store.shares_of(alice.sub) == []
     assert store.owner_rules_of(alice.sub) == []
     assert flow.introspect(rpt).get("permissions", []) == []
@@ -237,5 +237,5 @@ class TestUma2Grant:
         assert grant() == 403
         made = shares.share(store, "alice", photos, "bob", ["view"], None, clock.now(), limit=9)
         assert grant() == 200
-        assert shares.stop_sharing(store, photos.owner, made.rule_id) == made
+        assert shares.stop_sharing(store, photos.owner, made.rule_id, clock.now()) == made
         assert grant() == 403

@@ -499,7 +499,7 @@ def stop_sharing(rs_id: str, rule_id: str) -> BaseResponse:
     user = _signed_in()
     _owned_set(user, rs_id)
     # Stopped already: the page shows it is gone either way.
-    shares.stop_sharing(storage(), user.sub, rule_id)
+    shares.stop_sharing(storage(), user.sub, rule_id, runtime().clock.now())
     return redirect(_set_page(rs_id) + "#shares", 303)
 
 

@@ -80,3 +80,31 @@ def as_json(event: Event, owner_name: str) -> dict[str, Any]:
         "requesting_party": event.party,
         "decided_by": event.decided_by,
     }
+
+
+def record_share(
+    storage: Storage,
+    *,
+    now: int,
+    kind: EventKind,
+    resource_set: ResourceSet,
+    scopes: Sequence[str],
+    to: str,
+) -> None:
+    """The owner shared `resource_set` with `to` (a username or an address, as registered), or
+    stopped sharing it (`kind` "share" or "stop"): an event of the owner's history, with no app."""
+    storage.add_event(
+        Event(
+            at=now,
+            owner=resource_set.owner,
+            rs_id=resource_set.id,
+            rs_name=resource_set.label,
+            scopes=tuple(scopes),
+            client_id="",
+            client_name="",
+            party=to,
+            kind=kind,
+            outcome="shared" if kind == "share" else "stopped",
+            decided_by=None,
+        )
+    )

@@ -35,7 +35,7 @@ from ..errors import echo
 from ..policy.rule_file import PolicyError, parse_rule_table
 from ..storage import Storage
 from ..storage.records import ResourceSet, Share, ShareKind
-from . import owner_rules
+from . import access_history, owner_rules
 from .account_claims import account_values
 
 log = logging.getLogger("umaserver.policy")
@@ -175,6 +175,9 @@ def share(
         owner_rules.add_owner_rule(storage, owner, rule, now, enabled=True)
         if not storage.add_share(made):
             raise RuntimeError(f"the rule {rule_id!r} was not there to mark as a share")
+        access_history.record_share(
+            storage, now=now, kind="share", resource_set=resource_set, scopes=wanted, to=person.name
+        )
     log.info(
         "shared: owner=%s rule=%s resource_set=%s kind=%s scopes=%s until=%s",
         owner,
@@ -192,7 +195,7 @@ def shares_on(storage: Storage, owner_sub: str, resource_set_id: str) -> list[Sh
     return storage.shares_of(owner_sub, resource_set_id)
 
 
-def stop_sharing(storage: Storage, owner_sub: str, rule_id: str) -> Share | None:
+def stop_sharing(storage: Storage, owner_sub: str, rule_id: str, now: int) -> Share | None:
     """Ends the share (its rule and row) and revokes the permissions on its set held for the
     person shared with (a user by username; by e-mail, the local users whose account has that
     address). None when the owner has no such share.
@@ -204,7 +207,17 @@ def stop_sharing(storage: Storage, owner_sub: str, rule_id: str) -> Share | None
         found = storage.get_share(owner_sub, rule_id)
         if found is None:
             return None
+        resource_set = storage.find_resource_set(found.resource_set_id)
         storage.delete_owner_rule(owner_sub, rule_id)  # the share's row goes with it
+        if resource_set is not None:
+            access_history.record_share(
+                storage,
+                now=now,
+                kind="stop",
+                resource_set=resource_set,
+                scopes=found.scopes,
+                to=found.recipient,
+            )
         for rpt_digest, _ in storage.permissions_on(found.resource_set_id):
             rpt = storage.get_rpt(rpt_digest)
             if rpt is not None and _is_recipient(storage, found, rpt.requesting_party):
