@@ -561,3 +561,20 @@ class TestOwnerRulesSwitchedOff:
         assert store_owner_rule_as_is(store, "alice", "o-before", table)
         reply = flow.ask(flow.ticket("view"))  # with owner rules on, o-before would grant it
         assert reply.status == 403 and reply.json["need_claims"][0]["name"] == "role"
+
+
+@pytest.mark.parametrize(
+    ("description", "title"),
+    [("Nurses too", "Nurses too"), ("", "A rule of yours without a description")],
+)
+def test_a_rule_is_titled_by_its_description_never_its_generated_id(
+    alice: FlaskClient, flow: Flow, description: str, title: str
+) -> None:
+    form = {**NURSES, "description": description, "csrf_token": token_on(alice, page_of(flow))}
+    assert alice.post(page_of(flow) + "/rules", data=form).status_code == 303
+    page = alice.get(page_of(flow)).text
+    heads = re.findall(r'<p class="rule-head">(.*?)</p>', page, re.S)
+    assert any(f'<strong class="rule-name">{title}</strong>' in head for head in heads), heads
+    # A generated id (o- and random characters) is in no title.
+    generated = re.compile(r"(?<![\w-])o-[\w-]{8,}")
+    assert not any(generated.search(re.sub(r"<[^>]+>", "", head)) for head in heads), heads
