@@ -26,8 +26,7 @@ from ..services.gathering import ArrivalRefused, GatheringFailed, Visit
 from ..storage.errors import StorageUnavailable
 from ..storage.per_request import storage
 from . import csrf, external_signin, sessions
-from .rendering import render
-from .rqp_claims import back_to_client, binding, linked_identity, origin
+from .rqp_claims import back_to_client, binding, linked_identity, share_page
 
 bp = Blueprint("claims_interaction", __name__, template_folder="templates")
 log = logging.getLogger("umaserver.gathering")
@@ -79,25 +78,7 @@ def claims_interaction_page() -> BaseResponse:
     visit = _visit()
     if isinstance(visit, Response):
         return visit
-    user = sessions.current_user()
-    identity = external_signin.current_identity()
-    _, unlinked = linked_identity(user, identity)
-    here = request.full_path
-    return render(
-        "pages/rqp_claims.html",
-        form_action=(origin(visit.redirect_uri),),
-        visit=visit,
-        kept_for_the_client=True,
-        user=user,
-        identity=identity,
-        unlinked=unlinked,
-        signin_url=sessions.signin_url(here),
-        providers=[
-            (provider, external_signin.start_url(provider.index, here))
-            for provider in external_signin.providers()
-        ],
-        action=here,
-    )
+    return share_page(visit, kept_for_the_client=True)
 
 
 @bp.post(PATH)

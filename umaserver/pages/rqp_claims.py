@@ -119,7 +119,13 @@ def linked_identity(
 
 @bp.get(PATH)
 def rqp_claims_page() -> BaseResponse:
-    visit = _visit()
+    return share_page(_visit())
+
+
+def share_page(visit: gathering.Visit, kept_for_the_client: bool = False) -> Response:
+    """The Share page for a visit (this endpoint's, or UMA 2.0's claims interaction endpoint's,
+    whose claims the client then keeps in a PCT: `kept_for_the_client`): who is signed in, the
+    ways to sign in, Share and Cancel, posting back to this page."""
     user = sessions.current_user()
     identity = external_signin.current_identity()
     _, unlinked = linked_identity(user, identity)
@@ -128,6 +134,7 @@ def rqp_claims_page() -> BaseResponse:
         "pages/rqp_claims.html",
         form_action=(origin(visit.redirect_uri),),
         visit=visit,
+        kept_for_the_client=kept_for_the_client,
         user=user,
         identity=identity,
         unlinked=unlinked,
