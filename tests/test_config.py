@@ -15,6 +15,7 @@ from umaserver.config import (
     TokenSettings,
     load_config,
 )
+from umaserver.sharing_config import MailSettings, SharingSettings
 
 from .conftest import ROOT, SECRET
 from .oidc_fixtures import jwks_of, make_rsa_key
@@ -638,3 +639,69 @@ def test_the_keycloak_and_tokens_examples_work_once_uncommented(tmp_path: Path) 
 )
 def test_keycloak_and_tokens_errors(tmp_path: Path, text: str, expected: list[str]) -> None:
     assert errors_of(tmp_path, GOOD + text) == expected
+
+
+def test_sharing_settings_default_and_are_checked(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, GOOD))
+    assert config.sharing == SharingSettings()
+    assert (config.sharing.poll_interval, config.sharing.request_lifetime) == (5, 604800)
+    assert config.mail is None
+    config = load_config(
+        write(tmp_path, GOOD + "[sharing]\nrequests = false\nmax_pending_requests = 3\n")
+    )
+    assert (config.sharing.requests, config.sharing.max_pending_requests) == (False, 3)
+    assert errors_of(
+        tmp_path, GOOD + '[sharing]\npoll_interval = 0\nrequests = "yes"\nask = true\n'
+    ) == [
+        "sharing.requests: must be true or false, not a string",
+        "sharing.poll_interval: must be greater than 0",
+        "sharing.ask: unknown key",
+    ]
+
+
+def test_mail_settings_read_the_password_from_the_environment_or_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mail = '[mail]\nhost = "smtp.example.org"\nfrom = "Photos <photos@example.org>"\n'
+    config = load_config(write(tmp_path, GOOD + mail))
+    assert config.mail == MailSettings(
+        host="smtp.example.org", from_address="Photos <photos@example.org>"
+    )
+    assert (config.mail.port, config.mail.security, config.mail.password) == (587, "starttls", None)
+    config = load_config(write(tmp_path, GOOD + mail + 'security = "tls"\n'))
+    assert config.mail is not None and config.mail.port == 465
+    monkeypatch.setenv("MAIL_PW", "s3cret")
+    config = load_config(
+        write(tmp_path, GOOD + mail + 'username = "photos"\npassword_env = "MAIL_PW"\n')
+    )
+    assert config.mail is not None and config.mail.password == "s3cret"
+    assert "s3cret" not in repr(config)
+    (tmp_path / "pw").write_text("from-a-file\n", encoding="utf-8")
+    config = load_config(
+        write(tmp_path, GOOD + mail + 'username = "photos"\npassword_file = "pw"\n')
+    )
+    assert config.mail is not None and config.mail.password == "from-a-file"
+
+
+def test_mail_settings_name_every_problem(tmp_path: Path) -> None:
+    assert errors_of(tmp_path, GOOD + "[mail]\n") == ["mail.host: missing", "mail.from: missing"]
+    assert errors_of(
+        tmp_path,
+        GOOD
+        + '[mail]\nhost = "h"\nfrom = "nobody"\nsecurity = "ssl"\nport = 0\n'
+        + 'username = "u"\npassword_env = "NOT_SET_ANYWHERE"\npassword_file = "x"\n',
+    ) == [
+        "mail.from: must be an e-mail address (photos@example.org or Photos <photos@example.org>)",
+        "mail.security: must be one of starttls, tls, none",
+        "mail.port: must be between 1 and 65535",
+        "mail: give at most one of password_env and password_file",
+    ]
+    assert errors_of(
+        tmp_path, GOOD + '[mail]\nhost = "h"\nfrom = "a@b.org"\npassword_env = "NOT_SET_ANYWHERE"\n'
+    ) == [
+        "mail.password_env: the environment variable NOT_SET_ANYWHERE is not set",
+        "mail: a password is given without a username",
+    ]
+    assert errors_of(tmp_path, GOOD + '[mail]\nhost = "h"\nfrom = "a@b.org"\nusername = "u"\n') == [
+        "mail: username is given: give password_env or password_file too"
+    ]

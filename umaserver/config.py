@@ -19,6 +19,7 @@ from .claim_issuers_config import oidc_issuer, saml_idp
 from .claims.model import ACCOUNT_CLAIM_TYPE
 from .claims.oidc_issuers import OidcIssuer
 from .claims.saml import SamlIdp
+from .sharing_config import MailSettings, SharingSettings, mail_settings, sharing_settings
 from .storage import Database, PostgreSQLSettings, is_postgresql
 from .toml_reader import TableReader, non_empty, positive, valid_port
 
@@ -191,6 +192,10 @@ class Config:
     fetch: FetchSettings = FetchSettings()
     keycloak: KeycloakSettings = KeycloakSettings()
     tokens: TokenSettings = TokenSettings()
+    # `[sharing]`: invitations and requests to owners; `[mail]`: notices by e-mail (None: the
+    # table is absent, and notices show on the pages only).
+    sharing: SharingSettings = field(default_factory=SharingSettings)
+    mail: MailSettings | None = None
     # `[postgresql]`: the connections of a PostgreSQL database (only with a postgresql:// URL).
     postgresql: PostgreSQLSettings = field(default_factory=PostgreSQLSettings)
     saml_idps: tuple[SamlIdp, ...] = ()
@@ -466,6 +471,9 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         ),
     )
     section.finish()
+    sharing = sharing_settings(top.section("sharing"))
+    mail_present = "mail" in top.table  # an empty [mail] still asks for a host
+    mail = mail_settings(top.section("mail"), mail_present, base)
     postgresql = _postgresql(top.section("postgresql"), database)
     saml_idps = [saml_idp(reader, base) for reader in top.tables("saml_idps")]
     oidc_issuers = [oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
@@ -493,6 +501,8 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         fetch=fetch,
         keycloak=keycloak,
         tokens=tokens,
+        sharing=sharing,
+        mail=mail,
         postgresql=postgresql,
         saml_idps=tuple(idp for idp in saml_idps if idp is not None),
         oidc_issuers=tuple(issuer for issuer in oidc_issuers if issuer is not None),
