@@ -320,7 +320,9 @@ def test_explain_says_what_policy_explain_says(
     page = alice.post(page_of(flow) + "/explain", data=form)
     assert page.status_code == 200
     summary, reasons = explained(page)
-    assert summary == said["summary"]
+    # The same words, the rule named by its title instead of its id.
+    assert summary == said["summary"].replace("'doctors'", "“Doctors <b>only</b>”")
+    assert "'doctors'" not in summary
     assert reasons == [verdict["reasons"] for verdict in said["explanation"]]
     assert f"Decision: {said['decision'].replace('_', ' ')}" in text_of(page)
     # The form keeps what was typed.
@@ -330,7 +332,7 @@ def test_explain_says_what_policy_explain_says(
 @pytest.mark.parametrize(
     ("form", "field", "message"),
     [
-        ({"client": "nobody"}, "client", "There is no client 'nobody'."),
+        ({"client": "nobody"}, "client", "Choose an app from the list."),
         ({"claims": "[{"}, "claims", "The claims is not JSON"),
         ({"claims": '{"a": 1}'}, "claims", "The claims must be a JSON array"),
         ({"claims": json.dumps([{"type": "urn:other", "value": {}}])}, "claims", "may not push"),
