@@ -333,9 +333,13 @@ def test_explain_says_what_policy_explain_says(
     ("form", "field", "message"),
     [
         ({"client": "nobody"}, "client", "Choose an app from the list."),
-        ({"claims": "[{"}, "claims", "The claims is not JSON"),
-        ({"claims": '{"a": 1}'}, "claims", "The claims must be a JSON array"),
-        ({"claims": json.dumps([{"type": "urn:other", "value": {}}])}, "claims", "may not push"),
+        ({"claims": "[{"}, "claims", "Write the claims as a JSON list of claim objects, such as"),
+        ({"claims": '{"a": 1}'}, "claims", "Write the claims as a JSON list of claim objects"),
+        (
+            {"claims": json.dumps([{"type": "urn:other", "value": {}}])},
+            "claims",
+            "Claim 1: this app may not send claims of type 'urn:other'.",
+        ),
         ({"scopes": None}, "scopes", "Choose at least one scope."),
     ],
 )

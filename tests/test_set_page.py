@@ -194,3 +194,49 @@ def test_explain_errors_are_sentences_next_to_their_field(
     assert page.status_code == 400
     found = re.search(rf'<span class="field-error" id="error-{field}">(.*?)</span>', page.text)
     assert found is not None and html.unescape(found.group(1)) == sentence
+
+
+def field_error(page: Any, field: str) -> str | None:
+    found = re.search(rf'<span class="field-error" id="error-{field}">(.*?)</span>', page.text)
+    return None if found is None else html.unescape(found.group(1))
+
+
+def test_rule_form_errors_are_sentences_for_the_owner_next_to_their_field(
+    alice: FlaskClient, flow: Flow
+) -> None:
+    form = {
+        "coverage": "type",
+        "conditions-0-claim": "role",
+        "conditions-0-operator": "equals",
+        "conditions-0-value": "",
+        "conditions-1-claim": "ward",
+        "conditions-1-operator": "one_of",
+        "conditions-1-value": "3",
+    }
+    page = post(alice, flow, "/rules", form)
+    assert page.status_code == 400
+    assert field_error(page, "scopes") == "Choose at least one scope."
+    assert (
+        field_error(page, "coverage_type") == "Write the type of the resource sets the rule covers."
+    )
+    assert field_error(page, "conditions-0-value") == (
+        'Write the value the claim must have ("" for empty text).'
+    )
+    assert field_error(page, "conditions-1-value") == (
+        'Write the values the claim may have, as a JSON list such as ["doctor", "nurse"].'
+    )
+    assert "must be" not in text_of(page)
+    # The form comes back unfolded, with what was typed.
+    assert '<details class="add-rule" open>' in page.text
+    assert 'name="conditions-1-value" value="3"' in page.text
+
+
+def test_the_edit_page_is_titled_by_the_rule_never_its_id(alice: FlaskClient, flow: Flow) -> None:
+    add_team_rule(alice, flow)
+    page = alice.get(page_of(flow))
+    link = re.search(r'<a href="(/policy/resource_set/[^"]+/rules/(o-[^"]+))">Edit</a>', page.text)
+    assert link is not None
+    edit = alice.get(link.group(1))
+    assert edit.status_code == 200
+    assert '<h1>Edit your rule “<span class="client">The radiology team</span>”</h1>' in edit.text
+    assert link.group(2) not in text_of(edit)

@@ -472,6 +472,7 @@ def _render_edit(
         name=resource_set.label,
         scopes=[str(scope) for scope in resource_set.description.get("scopes", [])],
         rule_id=rule_id,
+        rule_title=_own_rule(user, rule_id).name or form.value("description") or None,
         rule_form=form,
         action=f"/policy/resource_set/{resource_set.id}/rules/{rule_id}",
     )
@@ -611,6 +612,25 @@ def revoke_permission(rs_id: str) -> BaseResponse:
 ONE_CLAIM = ("claim_type", "claim_name", "claim_value")
 
 
+CLAIMS_EXAMPLE = '[{"type": "urn:example:team", "value": {"team": "radiology"}}]'
+_CLAIM_AT = re.compile(r"claims\[(\d+)\]: (.*)", re.DOTALL)
+
+
+def _explain_sentence(refused: explain.ExplainRefused) -> str:
+    """What `services.explain` refused, said for the owner next to its field."""
+    said = refused.description
+    if refused.field != "claims":
+        return said
+    if said.startswith(("The claims is not JSON", "The claims must be a JSON array")):
+        return f"Write the claims as a JSON list of claim objects, such as {CLAIMS_EXAMPLE}."
+    found = _CLAIM_AT.fullmatch(said)
+    if found is None:
+        return said
+    number, rest = int(found.group(1)) + 1, found.group(2)
+    rest = rest.replace("this client may not push", "this app may not send")
+    return f"Claim {number}: {rest}" + ("" if rest.endswith(".") else ".")
+
+
 def _rule_titles(user: User, resource_set: ResourceSet) -> dict[str, str]:
     """The title of each rule that may decide on the set, by id: a share by its person."""
     titles = {
@@ -698,7 +718,7 @@ def explain_decision(rs_id: str) -> BaseResponse:
                 now=runtime().clock.now(),
             )
         except explain.ExplainRefused as refused:
-            errors[refused.field] = refused.description
+            errors[refused.field] = _explain_sentence(refused)
     if explained is not None:
         explained["summary"] = _titled(explained["summary"], _rule_titles(user, resource_set))
     status = 400 if errors else 200
