@@ -101,12 +101,13 @@ def test_the_page_leads_with_who_has_access_then_share_rules_and_explain(
         ("rules", "Rules"),
         ("explain", "Explain a decision"),
     ]
-    # Two columns on a wide screen: who has access and Share in the first, the rules and
-    # explain in the second.
-    columns = page.text.split('<div class="column">')[1:]
-    assert len(columns) == 2
-    assert 'id="access"' in columns[0] and 'id="share"' in columns[0]
-    assert 'id="rules"' in columns[1] and 'id="explain"' in columns[1]
+    # In that order on a phone; on a wide screen (style.css's grid areas) who has access, Share
+    # and Explain in the first column, the rules in the second.
+    areas = re.findall(
+        r'<section class="area-([a-z]+)"', page.text.split('<div class="columns">')[1]
+    )
+    assert areas == ["access", "share", "rules", "explain"]
+    assert '"access rules" "share rules" "explain rules"' in page.text  # the inline style sheet
     assert '<main class="wide">' in page.text
 
 
