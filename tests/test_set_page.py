@@ -171,6 +171,9 @@ def test_a_share_explains_itself_for_its_person(alice: FlaskClient, flow: Flow) 
         "Your share with bob: holds",
     ]
     assert "(the operator's)" in text_of(as_bob) and "(yours)" in text_of(as_bob)
+    # Reasons name claim types as words, never as a Python list.
+    assert f"(accepted types {EMPLOYEE})" in text_of(as_bob)
+    assert "['" not in text_of(as_bob)
     # Nobody named: the share does not hold; the form keeps what was typed.
     nobody = explain(alice, flow, client=flow.app.client_id)
     assert "Decision: grant" not in text_of(nobody)

@@ -644,6 +644,22 @@ def _rule_titles(user: User, resource_set: ResourceSet) -> dict[str, str]:
     return titles
 
 
+_QUOTED = r"(?:'[^'\n]*'|\"[^\"\n]*\")"
+_LISTED = re.compile(rf"\[({_QUOTED}(?:, {_QUOTED})*)\]")
+
+
+def _said(text: str, titles: Mapping[str, str]) -> str:
+    """A decision's summary or reason as the page says it: rules by title, and a list of names
+    as words ("accepted types ['urn:a', 'urn:b']" -> "accepted types urn:a or urn:b")."""
+    listed = _LISTED.sub(
+        lambda found: rule_sentences.words(
+            [item[1:-1] for item in re.findall(_QUOTED, found.group(1))], "or"
+        ),
+        text,
+    )
+    return _titled(listed, titles)
+
+
 def _titled(text: str, titles: Mapping[str, str]) -> str:
     """`text` (a decision's summary) with each rule's quoted id ('o-GtQ...') as its title."""
     return re.sub(
@@ -720,7 +736,10 @@ def explain_decision(rs_id: str) -> BaseResponse:
         except explain.ExplainRefused as refused:
             errors[refused.field] = _explain_sentence(refused)
     if explained is not None:
-        explained["summary"] = _titled(explained["summary"], _rule_titles(user, resource_set))
+        titles = _rule_titles(user, resource_set)
+        explained["summary"] = _said(explained["summary"], titles)
+        for verdict in explained["explanation"]:
+            verdict["reasons"] = [_said(reason, titles) for reason in verdict["reasons"]]
     status = 400 if errors else 200
     form = ExplainForm(
         client=client,
