@@ -244,3 +244,19 @@ def test_the_edit_page_is_titled_by_the_rule_never_its_id(alice: FlaskClient, fl
     assert edit.status_code == 200
     assert '<h1>Edit your rule “<span class="client">The radiology team</span>”</h1>' in edit.text
     assert link.group(2) not in text_of(edit)
+
+
+def test_the_rule_forms_tests_are_words(alice: FlaskClient, flow: Flow) -> None:
+    page = alice.get(page_of(flow))
+    select = re.search(r'<select id="conditions-0-operator".*?</select>', page.text, re.S)
+    assert select is not None
+    assert re.findall(r'<option value="([a-z_]+)"[^>]*>([^<]+)</option>', select.group(0)) == [
+        ("equals", "is"),
+        ("one_of", "is one of (a JSON list)"),
+        ("contains", "contains"),
+        ("contains_any", "contains one of (a JSON list)"),
+        ("prefix", "starts with"),
+        ("suffix", "ends with"),
+        ("exists", "is given (any value)"),
+        ("regex", "matches the pattern (RE2)"),
+    ]
