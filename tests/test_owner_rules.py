@@ -130,6 +130,9 @@ def test_clients_are_space_separated_ids() -> None:
     )
     assert made == file_rule('scopes = ["view"]\nclients = ["app-1", "app-2"]')
     assert rule_from_form("alice", RS_ID, form(scopes="view", clients=" ")).clients is None
+    # One checkbox per app: the field repeated.
+    boxes = form(scopes="view", coverage="all", clients=["app-2", "app-1", "app-2"])
+    assert rule_from_form("alice", RS_ID, boxes, "o-x") == made
 
 
 @pytest.mark.parametrize(
@@ -189,7 +192,6 @@ FIELD_ERRORS: list[tuple[Form, str, str]] = [
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value="a"), "conditions-0-value", "Write the values the claim may have, " + LIST),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value="[]"), "conditions-0-value", "Write the values the claim may have, " + LIST),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="contains_any", conditions_0_value="editor"), "conditions-0-value", "Write the values, one of which the claim must hold, " + LIST),
-    (form(scopes="view", clients=["a", "b"]), "clients", "This field was sent more than once: reload the page and fill in the form again."),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="prefix"), "conditions-0-value", "Write the text the claim must start with."),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="suffix", conditions_0_value=""), "conditions-0-value", "Write the text the claim must end with."),
     (form(scopes="view", conditions_0_claim="c", conditions_0_operator="regex"), "conditions-0-value", "Write the pattern the claim must match."),

@@ -260,3 +260,22 @@ def test_the_rule_forms_tests_are_words(alice: FlaskClient, flow: Flow) -> None:
         ("exists", "is given (any value)"),
         ("regex", "matches the pattern (RE2)"),
     ]
+
+
+def test_a_rule_picks_its_apps_by_name(alice: FlaskClient, flow: Flow) -> None:
+    page = alice.get(page_of(flow))
+    boxes = re.findall(
+        r'<input type="checkbox" name="clients" value="([^"]+)"> <span class="client">([^<]+)</span>',
+        page.text,
+    )
+    assert (flow.app.client_id, "client of bob") in boxes
+    form = {"description": "Bob's viewer only", "scopes": "view", "clients": flow.app.client_id}
+    assert post(alice, flow, "/rules", form).status_code == 303
+    page = alice.get(page_of(flow))
+    assert "Bob's viewer only Anyone may view through the app client of bob." in text_of(page)
+    # Its edit page has the box checked, under an unfolded "Only through some apps".
+    link = re.search(r'<a href="(/policy/resource_set/[^"]+/rules/o-[^"]+)">Edit</a>', page.text)
+    assert link is not None
+    edit = alice.get(link.group(1)).text
+    assert f'name="clients" value="{flow.app.client_id}" checked>' in edit
+    assert '<fieldset class="apps">\n<legend>Through which apps</legend>\n<details open>' in edit

@@ -206,6 +206,31 @@ def _rule_view(rule: Rule, name: str | None = None, set_id: str | None = None) -
     )
 
 
+@dataclass(frozen=True)
+class AppChoice:
+    """An app the explain form offers, by its name as registered (its id when names repeat)."""
+
+    client_id: str
+    label: str
+
+
+MAX_APPS = 500  # the explain form's list; more are left out (by name)
+
+
+def _app_choices() -> list[AppChoice]:
+    clients = sorted(storage().list_clients(), key=lambda c: (c.name.casefold(), c.client_id))
+    names = [client.name for client in clients]
+    return [
+        AppChoice(
+            c.client_id,
+            c.name
+            if c.name and names.count(c.name) == 1
+            else f"{c.name or 'An app'} ({c.client_id})",
+        )
+        for c in clients[:MAX_APPS]
+    ]
+
+
 class RuleForm:
     """A rule form's fields as typed (`owner_rules` names them), its condition rows and the
     errors next to them; `rows` are the indices of the rows to show."""
@@ -240,6 +265,16 @@ class RuleForm:
     def scope_choices(self, registered: Sequence[str]) -> list[str]:
         """The set's scopes, and any others the rule grants (a rule covering more sets)."""
         return list(dict.fromkeys([*registered, *self.values("scopes")]))
+
+    def app_choices(self, apps: Sequence[AppChoice]) -> list[AppChoice]:
+        """The apps to offer by name, and any the rule names that are not among them (a client
+        since deleted, or one beyond the list's length) by id."""
+        known = {app.client_id for app in apps}
+        chosen = list(dict.fromkeys(" ".join(self.values("clients")).split()))
+        return [*apps, *(AppChoice(c, c) for c in chosen if c not in known)]
+
+    def chose_app(self, client_id: str) -> bool:
+        return client_id in " ".join(self.values("clients")).split()
 
     @property
     def can_add_row(self) -> bool:
@@ -304,31 +339,6 @@ def _share_views(user: User, resource_set: ResourceSet) -> list[ShareView]:
     return [
         ShareView(s.rule_id, s.recipient, s.scopes, None if s.until is None else _day(s.until))
         for s in shares.shares_on(storage(), user.sub, resource_set.id)
-    ]
-
-
-@dataclass(frozen=True)
-class AppChoice:
-    """An app the explain form offers, by its name as registered (its id when names repeat)."""
-
-    client_id: str
-    label: str
-
-
-MAX_APPS = 500  # the explain form's list; more are left out (by name)
-
-
-def _app_choices() -> list[AppChoice]:
-    clients = sorted(storage().list_clients(), key=lambda c: (c.name.casefold(), c.client_id))
-    names = [client.name for client in clients]
-    return [
-        AppChoice(
-            c.client_id,
-            c.name
-            if c.name and names.count(c.name) == 1
-            else f"{c.name or 'An app'} ({c.client_id})",
-        )
-        for c in clients[:MAX_APPS]
     ]
 
 
@@ -474,6 +484,7 @@ def _render_edit(
         rule_id=rule_id,
         rule_title=_own_rule(user, rule_id).name or form.value("description") or None,
         rule_form=form,
+        apps=_app_choices(),
         action=f"/policy/resource_set/{resource_set.id}/rules/{rule_id}",
     )
 

@@ -6,7 +6,8 @@ The form (`rule_from_form`), without JavaScript; field names:
 - `coverage`: `this` (the resource set of the page; the default), `all` (every set of the owner) or
   `type`, with `coverage_type`: the resource set type.
 - `scopes`: the scopes granted (repeated field, at least one; empty values are left out).
-- `clients`: the client ids the rule holds for (space-separated; empty for any client).
+- `clients`: the client ids the rule holds for (repeated: one checkbox per app; each value may
+  hold several ids, space-separated; none for any client).
 - condition rows, N = 0, 1, ...: `conditions-N-claim`, `conditions-N-operator` (one of
   `policy.rule_file.OPERATORS`), `conditions-N-value`, `conditions-N-types` and
   `conditions-N-issuers` (space-separated; empty for any), `conditions-N-hint`. A row whose claim
@@ -72,7 +73,7 @@ def rule_from_form(
     description = one("description")
     if description:
         table["description"] = description
-    clients = list(dict.fromkeys(one("clients").split()))
+    clients = list(dict.fromkeys(c for value in form.get("clients", ()) for c in value.split()))
     if clients:
         table["clients"] = clients
     coverage = one("coverage") or "this"
@@ -213,7 +214,7 @@ def form_from_rule(rule: Rule, resource_set_id: str) -> dict[str, list[str]]:
         "coverage": [coverage],
         "coverage_type": [coverage_type],
         "scopes": list(rule.scopes),
-        "clients": [" ".join(sorted(rule.clients or ()))],
+        "clients": sorted(rule.clients or ()),
     }
     for row, condition in enumerate(rule.conditions):
         field = f"conditions-{row}-"
