@@ -154,6 +154,7 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 rpt_key=uma.rpt_key,
                 jwt=uma.jwt_rpts,
                 rpt_issuer=rpt_issuer,
+                sharing=config.sharing,
             )
         else:
             answer = uma_grant.request_rpt(

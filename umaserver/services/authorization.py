@@ -191,7 +191,8 @@ def request_authorization(
                 owner_requests.file_request(
                     storage,
                     sharing,
-                    ticket=ticket,
+                    owner=ticket.owner,
+                    pairs=ticket.permissions,
                     ticket_digest=ticket.digest,
                     client=client,
                     party=aat.user_sub,

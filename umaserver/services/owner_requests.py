@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from .. import secrets_at_rest
 from ..sharing_config import SharingSettings
 from ..storage import Storage
-from ..storage.records import AccessRequest, Client, Event, RequestedPermission, Ticket
+from ..storage.records import AccessRequest, Client, Event, RequestedPermission
 from . import shares
 
 log = logging.getLogger("umaserver.requests")
@@ -90,50 +90,64 @@ def file_request(
     storage: Storage,
     settings: SharingSettings,
     *,
-    ticket: Ticket,
-    ticket_digest: str,
+    owner: str,
+    pairs: Sequence[RequestedPermission],
+    ticket_digest: str | None,
     client: Client,
     party: str | None,
     now: int,
     rs_name: str,
 ) -> Filed | None:
-    """Asks the ticket's owner for what the rules refused `party` (a user's sub), on the ticket
-    the client polls with from now on (`ticket_digest`: the ticket's own, or its rotated
-    successor). None when the flag changes nothing here (no person behind the token or owning
-    the set, several pairs asked, requests turned off, the ticket asked already); a `Filed`
-    without a request when the person has too many pending. In the caller's transaction."""
-    if party is None or len(ticket.permissions) != 1:
+    """Asks `owner` (a sub) for what the rules refused `party` (a user's sub): `pairs`, one
+    (set, scopes) pair, on the ticket the client polls with from now on (`ticket_digest`: the
+    ticket's own, or its rotated successor; None for Keycloak's ticketless form, where the client
+    simply asks again). None when the flag changes nothing here (no person behind the token or
+    owning the set, several pairs asked, requests turned off, the ticket asked already); a `Filed`
+    with the request waiting when the same person asked for the same without a ticket before,
+    without a request when the person has too many pending.
+    In the caller's transaction."""
+    if party is None or len(pairs) != 1:
         return None
     person = storage.get_user(party)
-    owner = storage.get_user(ticket.owner)
-    if person is None or owner is None or person.sub == owner.sub:
+    if person is None or person.sub == owner or storage.get_user(owner) is None:
         return None
-    if not takes_requests(storage, owner.sub, settings):
+    if not takes_requests(storage, owner, settings):
         return None
-    if storage.request_for_ticket(ticket.digest) is not None:
-        return None
+    pair = pairs[0]
+    if ticket_digest is not None:
+        if storage.request_for_ticket(ticket_digest) is not None:
+            return None
+    else:
+        # Keycloak's client asks again with the same permission: the request waiting answers.
+        for found in storage.requests_of(owner, "pending", now, LISTED):
+            if (
+                found.party == person.sub
+                and found.resource_set_id == pair.resource_set_id
+                and set(pair.scopes) <= set(found.scopes)
+            ):
+                return Filed(request=found)
     if storage.count_pending_requests_by(person.sub, now) >= settings.max_pending_requests:
         return Filed(
             reason=f"The requesting party has {settings.max_pending_requests} requests waiting"
             " for owners' answers already, as many as this server keeps: the refusal stands."
         )
-    pair = ticket.permissions[0]
     request = AccessRequest(
         id=secrets_at_rest.new_id(REQUEST_PREFIX),
-        owner=owner.sub,
+        owner=owner,
         resource_set_id=pair.resource_set_id,
         scopes=pair.scopes,
         party=person.sub,
         party_name=person.username,
         client_id=client.client_id,
         client_name=client.name or client.client_id,
-        ticket_digest=ticket_digest,
+        ticket_digest=ticket_digest or "",
         created_at=now,
         expires_at=now + settings.request_lifetime,
     )
     storage.add_request(request)
-    # The ticket lives as long as its request.
-    storage.extend_ticket(ticket_digest, request.expires_at)
+    if ticket_digest is not None:
+        # The ticket lives as long as its request.
+        storage.extend_ticket(ticket_digest, request.expires_at)
     request_filed(storage, request, rs_name)
     return Filed(request=request)
 

@@ -237,7 +237,8 @@ def request_rpt(
                 owner_requests.file_request(
                     storage,
                     sharing,
-                    ticket=ticket,
+                    owner=ticket.owner,
+                    pairs=permissions,
                     ticket_digest=digest,
                     client=client,
                     party=person,
