@@ -23,7 +23,7 @@ from .conftest import (
     make_person,
     write_config,
 )
-from .flows import FlaskApi, Flow
+from .flows import DOCTORS_MAY_VIEW, EMPLOYEE, FlaskApi, Flow
 from .test_uma2_grant import UMA_TICKET, make_uma2_client
 
 DAY = 86400
@@ -363,3 +363,55 @@ class TestUma2:
         )
         assert (reply.status_code, reply.json["error"]) == (403, "request_denied")
         assert store.requests_of(photos.owner, "pending", clock.now(), 10) == []
+
+
+class TestOnlyRefusals:
+    """A rule that could still grant, were a claim pushed: need_claims (1.0) and need_info (2.0)
+    are answered as they are, submit_request or not."""
+
+    @pytest.fixture
+    def rules_text(self) -> str:
+        return DOCTORS_MAY_VIEW
+
+    def test_need_claims_stays_need_claims(
+        self, http: FlaskClient, store: Store, rs: Party, clock: FakeClock
+    ) -> None:
+        make_person(store, "bob", None, {})
+        bob = make_party(store, "bob", "uma_authorization", push_types=(EMPLOYEE,))
+        flow = Flow(FlaskApi(http), rs, bob, {"name": "Photos", "scopes": ["view", "print"]})
+        status, body = ask(flow, flow.ticket("view"), submit_request=True)
+        assert status == 403 and "need_claims" in body, body
+        assert pending(store, clock) == []
+
+    def test_need_info_stays_need_info_and_a_ticket_of_two_sets_is_not_asked(
+        self, http: FlaskClient, store: Store, rs: Party, clock: FakeClock
+    ) -> None:
+        sets = []
+        for name in ("Photos", "Notes"):
+            description = {"name": name, "resource_scopes": ["view", "print"]}
+            registered = http.post("/rs/resource_set", json=description, headers=rs.auth)
+            sets.append(registered.json["_id"])
+        app_id, _ = make_uma2_client(store, "Keycloak app", (EMPLOYEE,))
+        make_person(store, "bob", None, {})
+        bob = make_party(store, "bob", "uma_authorization", client_id=app_id)
+
+        def grant(*requested: tuple[str, str]) -> tuple[int, Any]:
+            body = [
+                {"resource_id": rs_id, "resource_scopes": [scope]} for rs_id, scope in requested
+            ]
+            ticket = http.post("/permission", json=body, headers=rs.auth).json["ticket"]
+            reply = http.post(
+                "/realms/demo/protocol/openid-connect/token",
+                data={"grant_type": UMA_TICKET, "ticket": ticket, "submit_request": "true"},
+                headers={"Authorization": f"Bearer {bob.token}"},
+            )
+            return reply.status_code, reply.json
+
+        status, body = grant((sets[0], "view"))
+        assert (status, body["error"]) == (403, "need_info")
+        status, body = grant((sets[0], "print"), (sets[1], "print"))
+        assert (status, body["error"]) == (403, "request_denied")
+        assert pending(store, clock) == []
+        status, body = grant((sets[0], "print"))  # one set, refused: asked
+        assert (status, body["error"]) == (403, "request_submitted")
+        assert len(pending(store, clock)) == 1
