@@ -209,26 +209,49 @@ def approve(
     """The owner approves the request for `scopes` (those asked; none given: all of them) until
     `until` (epoch seconds from `shares.end_of_day`; None: no end): a share with the person, and
     the request's ticket narrowed to those scopes. Raises RequestRefused, shares.ShareRefused."""
-    with storage.transaction():
-        asked = _pending_of(storage, owner_sub, request_id, now)
-        wanted = tuple(dict.fromkeys(scopes)) or asked.scopes
-        for scope in wanted:
-            if scope not in asked.scopes:
-                raise RequestRefused("scopes", "Choose among the things the person asked for.")
-        owner = storage.get_username(owner_sub)
-        resource_set = storage.find_resource_set(asked.resource_set_id)
-        if owner is None or resource_set is None:
-            raise RequestRefused(None, "The resource this request was for is gone.")
-        person = storage.get_username(asked.party) or asked.party_name
-        shares.share(storage, owner, resource_set, person, wanted, until, now, limit=limit)
-        if not storage.decide_request(asked.id, "approved", now, wanted):
-            raise RequestRefused(None, "This request was answered meanwhile.")
+    # A client's request locks its ticket, then the ticket's request: so does an approval (which
+    # narrows the ticket), lest the two wait for each other. A 2.0 ticket rotated in between
+    # is found again.
+    for _ in range(3):
+        seen = _pending_of(storage, owner_sub, request_id, now)
+        with storage.transaction():
+            if seen.ticket_digest:
+                storage.get_ticket(seen.ticket_digest)
+            asked = _pending_of(storage, owner_sub, request_id, now)
+            if asked.ticket_digest != seen.ticket_digest:
+                continue
+            return _approved(storage, owner_sub, asked, scopes, until, now, limit)
+    raise RequestRefused(None, "The app is asking again right now: try once more.")
+
+
+def _approved(
+    storage: Storage,
+    owner_sub: str,
+    asked: AccessRequest,
+    scopes: Sequence[str],
+    until: int | None,
+    now: int,
+    limit: int,
+) -> AccessRequest:
+    wanted = tuple(dict.fromkeys(scopes)) or asked.scopes
+    for scope in wanted:
+        if scope not in asked.scopes:
+            raise RequestRefused("scopes", "Choose among the things the person asked for.")
+    owner = storage.get_username(owner_sub)
+    resource_set = storage.find_resource_set(asked.resource_set_id)
+    if owner is None or resource_set is None:
+        raise RequestRefused(None, "The resource this request was for is gone.")
+    person = storage.get_username(asked.party) or asked.party_name
+    shares.share(storage, owner, resource_set, person, wanted, until, now, limit=limit)
+    if not storage.decide_request(asked.id, "approved", now, wanted):
+        raise RequestRefused(None, "This request was answered meanwhile.")
+    if asked.ticket_digest:
         storage.set_ticket_permissions(
             asked.ticket_digest, (RequestedPermission(asked.resource_set_id, wanted),)
         )
-        decided = storage.get_request(asked.id) or asked
-        _event(storage, decided, resource_set.label, wanted, "approval", "approved", now)
-        request_decided(storage, decided)
+    decided = storage.get_request(asked.id) or asked
+    _event(storage, decided, resource_set.label, wanted, "approval", "approved", now)
+    request_decided(storage, decided)
     return decided
 
 

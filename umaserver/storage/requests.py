@@ -43,14 +43,15 @@ class Requests(Handle):
         )
 
     def get_request(self, request_id: str) -> AccessRequest | None:
-        row = self._one(f"{_SELECT} WHERE id = ?", (request_id,), lock="SHARE")
+        # In a transaction, the request is what the owner answers: answers queue here.
+        row = self._one(f"{_SELECT} WHERE id = ?", (request_id,), lock="NO KEY UPDATE")
         return None if row is None else _request(row)
 
     def request_for_ticket(self, ticket_digest: str) -> AccessRequest | None:
         row = self._one(
             f"{_SELECT} WHERE ticket_digest = ? ORDER BY created_at DESC, id LIMIT 1",
             (ticket_digest,),
-            lock="SHARE",
+            lock="NO KEY UPDATE",
         )
         return None if row is None else _request(row)
 
