@@ -121,7 +121,12 @@ def test_alice_approves_daves_request_and_denies_erins(
 
     browser.get(server.url + "/policy/history")
     history = browser.find_element(By.CSS_SELECTOR, "ol.history").text
-    for said in ("Asked you", "You approved it", "You denied it", "You shared"):
+    for said in (
+        "Refused by your rules; asked you",
+        "You approved it",
+        "You denied it",
+        "You shared",
+    ):
         assert said in history
     shots.take("history")
 

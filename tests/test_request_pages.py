@@ -126,7 +126,7 @@ def test_deny_tells_daves_client_no(alice: FlaskClient, flow: Flow) -> None:
     assert "denied" in text_of(alice.get("/policy/requests"))
     assert ask(flow, ticket, submit=False) == (403, "not_authorized_permission")
     history = text_of(alice.get("/policy/history"))
-    assert "You denied it" in history and "Asked you" in history
+    assert "You denied it" in history and "Refused by your rules; asked you" in history
 
 
 @pytest.mark.parametrize(

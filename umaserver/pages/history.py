@@ -35,7 +35,7 @@ WORDS = {
     ("decision", "granted"): "Allowed",
     ("decision", "refused"): "Refused",
     ("decision", "needs claims"): "More information needed",
-    ("decision", "request submitted"): "Asked you",
+    ("decision", "request submitted"): "Refused by your rules; asked you",
     ("approval", "approved"): "You approved it",
     ("denial", "denied"): "You denied it",
 }
