@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from flask.testing import FlaskClient
 
 from umaserver import secrets_at_rest
 
-from .conftest import FakeClock, Party, Store, make_party, make_person
+from .conftest import FakeClock, Party, Store, make_party, make_person, write_config
 from .flows import FlaskApi, Flow
 from .pages_helpers import TOKEN, sign_in
 
@@ -211,3 +212,18 @@ def test_the_switch_on_account_turns_requests_off_and_on(alice: FlaskClient, flo
     assert alice.post("/account/requests", data={"takes_requests": "yes"}).status_code == 400
     bad = {"csrf_token": token.group(1), "takes_requests": "maybe"}
     assert alice.post("/account/requests", data=bad).status_code == 400
+
+
+class TestServerOff:
+    @pytest.fixture
+    def config_path(self, tmp_path: Path, rules_text: str) -> Path:
+        (tmp_path / "policies.toml").write_text(rules_text, encoding="utf-8")
+        return write_config(tmp_path, extra="[sharing]\nrequests = false\n")
+
+    def test_no_switch_and_the_requests_page_says_why(self, alice: FlaskClient, flow: Flow) -> None:
+        account = alice.get("/account")
+        assert "This server does not let apps ask owners for access." in text_of(account)
+        assert 'name="takes_requests"' not in account.text
+        assert ask(flow, flow.ticket("view")) == (403, "not_authorized_permission")
+        page = text_of(alice.get("/policy/requests"))
+        assert "This server does not let apps ask owners for access" in page
