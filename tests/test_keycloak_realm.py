@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
+
+from umaserver.services import owner_requests
 
 from .conftest import (
     Party,
@@ -297,12 +300,38 @@ def test_a_name_two_sets_share_is_invalid_resource(realm: Realm) -> None:
     assert "several" in body["error_description"]
 
 
-def test_submit_request_is_a_denial_until_owners_get_requests(realm: Realm) -> None:
-    status, body = realm.ask("Photos#print", submit_request="true")
-    assert (status, body) == (
-        403,
-        {"error": "access_denied", "error_description": "request_submitted"},
+def test_submit_request_asks_the_owner_and_the_approval_grants(realm: Realm) -> None:
+    submitted = (403, {"error": "access_denied", "error_description": "request_submitted"})
+    assert realm.ask("Photos#print", submit_request="true") == submitted
+    alice = stored_user(realm.store, "alice")
+    assert alice is not None
+    now = int(time.time())
+    [asked] = realm.store.requests_of(alice.sub, "pending", now, 10)
+    assert (asked.party_name, asked.client_name, asked.scopes) == (
+        "bob",
+        "Keycloak app",
+        ("print",),
     )
+    assert asked.ticket_digest == ""  # Keycloak's form has no ticket: the client asks again
+    assert realm.ask("Photos#print", submit_request="true") == submitted  # the same request
+    assert len(realm.store.requests_of(alice.sub, "pending", now, 10)) == 1
+    owner_requests.approve(realm.store, alice.sub, asked.id, [], None, now, limit=9)
+    assert realm.ask("Photos#print", response_mode="decision") == (200, {"result": True})
+
+
+def test_submit_request_without_a_person_changes_nothing(realm: Realm) -> None:
+    reply = realm.http.post(
+        f"{OIDC}/token",
+        data={
+            "grant_type": UMA_TICKET,
+            "audience": realm.rs.client_id,
+            "permission": ["Photos#print"],
+            "submit_request": "true",
+        },
+        headers={"Authorization": basic(realm.app_id, realm.app_secret)},
+    )
+    assert reply.status_code == 403
+    assert reply.json == {"error": "access_denied", "error_description": "not_authorized"}
 
 
 def test_the_client_may_ask_with_its_own_credentials(realm: Realm) -> None:

@@ -16,7 +16,7 @@ from umaserver import create_app
 from umaserver.config import Config, MaintenanceSettings
 from umaserver.services.maintenance import BATCH, EXPIRED_MEMORY, Pruned, PruneJob, prune
 from umaserver.storage import Storage, open_storage
-from umaserver.storage.records import AccessToken, Pct
+from umaserver.storage.records import AccessRequest, AccessToken, Pct
 
 from .conftest import FakeClock, Party, Store, make_party, open_store
 from .flows import wait_until
@@ -30,6 +30,7 @@ from .storage.builders import (
     make_rpt,
     make_set,
     make_ticket,
+    make_user,
     permission,
 )
 
@@ -256,3 +257,26 @@ def test_requests_do_not_prune(http: FlaskClient, store: Store, clock: FakeClock
     body = {"resource_set_id": created.get_json()["_id"], "scopes": ["view"]}
     assert http.post("/permission", json=body, headers=rs.auth).status_code == 201
     assert store.get_ticket(old.digest) == old
+
+
+def test_requests_to_owners_are_forgotten_a_day_after_they_expire(handle: Storage) -> None:
+    alice, bob = make_user(handle), make_user(handle)
+    rs = make_set(handle, owner=alice.sub)
+    for request_id, expires_at in (("req-gone", T - DAY - 1), ("req-kept", T - DAY)):
+        handle.add_request(
+            AccessRequest(
+                request_id,
+                alice.sub,
+                rs.id,
+                ("view",),
+                bob.sub,
+                bob.username,
+                "c",
+                "App",
+                f"digest-{request_id}",
+                T - 2 * DAY,
+                expires_at,
+            )
+        )
+    assert prune(handle, T) == Pruned(requests=1)
+    assert handle.get_request("req-gone") is None and handle.get_request("req-kept") is not None

@@ -89,7 +89,7 @@ def test_signed_out_there_is_no_navigation(http: FlaskClient) -> None:
 def test_requests_have_a_badge_only_when_some_wait(
     alice: FlaskClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Nothing counts requests yet (their helper adds the count in header_counts): no badge.
+    # No request waits: no badge.
     assert 'class="badge"' not in alice.get("/policy").text
     # With a count, the badge is in the Requests link, and only there.
     monkeypatch.setattr(navigation, "header_counts", lambda user: {"requests": 3})

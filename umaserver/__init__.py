@@ -44,6 +44,7 @@ from .pages import (
     external_signin,
     history,
     policy,
+    requests,
     rqp_claims,
     untrusted,
 )
@@ -172,6 +173,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     pages.register(app, policy.bp)
     # The owner's access history.
     pages.register(app, history.bp)
+    # The owner's requests for access (asked with submit_request).
+    pages.register(app, requests.bp)
     # The requesting party claims endpoint, and signing in at external OpenID Connect providers
     # for it (this server their relying party).
     pages.register(app, rqp_claims.bp)

@@ -135,6 +135,18 @@ class NotAuthorized(APIError):
     description = "The resource owner's policies do not allow this access."
 
 
+class RequestSubmitted(APIError):
+    """403 request_submitted (UMA 2.0 Grant 3.3.6, and its 1.0 counterpart here): the owner has
+    been asked; the client polls with the ticket no faster than `interval` seconds (`extra`)."""
+
+    status = 403
+    error = "request_submitted"
+    description = (
+        "The resource owner has been asked for access; poll with the ticket no faster than"
+        " the interval."
+    )
+
+
 class TemporarilyUnavailable(APIError):
     """A pushed claim could not be checked now for a reason on this side (an identity provider's
     keys are not fetched yet); nothing was recorded and the client may try again (Retry-After)."""

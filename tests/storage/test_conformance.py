@@ -14,6 +14,7 @@ import pytest
 
 from umaserver.storage import Storage, contract
 from umaserver.storage.records import (
+    AccessRequest,
     AccessToken,
     AssertionUse,
     Client,
@@ -51,6 +52,7 @@ from .builders import (
     make_token,
     make_user,
     permission,
+    unique,
 )
 
 
@@ -1974,3 +1976,117 @@ def test_events_are_deleted_before_a_moment_in_batches(store: Storage) -> None:
     assert store.delete_events_before(T + 4, 3) == 0
     left = store.events_of("owner-0", 10) + store.events_of("owner-1", 10)
     assert [found.at for found in left] == [T + 4]
+
+
+# -- requests to owners --------------------------------------------------------------------------
+
+
+def access_request(owner: User, party: User, rs: ResourceSet, **more: Any) -> AccessRequest:
+    fields: dict[str, Any] = {
+        "id": unique("req"),
+        "owner": owner.sub,
+        "resource_set_id": rs.id,
+        "scopes": ("view", "print"),
+        "party": party.sub,
+        "party_name": party.username,
+        "client_id": "client-1",
+        "client_name": "Photo printer",
+        "ticket_digest": unique("ticket-digest"),
+        "created_at": T,
+        "expires_at": T + HOUR,
+        **more,
+    }
+    return AccessRequest(**fields)
+
+
+def test_a_request_round_trips_and_is_found_by_its_ticket_as_it_moves(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    rs = make_set(store, owner=alice.sub)
+    asked = access_request(alice, bob, rs)
+    store.add_request(asked)
+    assert store.get_request(asked.id) == asked
+    assert store.get_request("no-such-request") is None
+    assert store.request_for_ticket(asked.ticket_digest) == asked
+    assert store.move_request(asked.ticket_digest, "rotated-digest") == 1
+    assert store.request_for_ticket(asked.ticket_digest) is None
+    assert store.request_for_ticket("rotated-digest") == replace(
+        asked, ticket_digest="rotated-digest"
+    )
+    assert store.move_request("no-such-digest", "other") == 0
+
+
+def test_a_request_is_decided_once_and_only_while_pending(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    rs = make_set(store, owner=alice.sub)
+    approved, denied, late = (access_request(alice, bob, rs) for _ in range(3))
+    for one in (approved, denied, late):
+        store.add_request(one)
+    assert store.decide_request(approved.id, "approved", T + 5, ("view",)) is True
+    assert store.decide_request(approved.id, "denied", T + 6) is False
+    assert store.decide_request(denied.id, "denied", T + 7) is True
+    assert store.decide_request(late.id, "approved", T + HOUR, ("view",)) is False  # expired
+    assert store.get_request(approved.id) == replace(
+        approved, status="approved", decided_at=T + 5, approved_scopes=("view",)
+    )
+    assert store.get_request(denied.id) == replace(denied, status="denied", decided_at=T + 7)
+    assert store.get_request(late.id) == late
+
+
+def test_requests_are_listed_by_owner_and_status_newest_first_and_counted(
+    store: Storage,
+) -> None:
+    alice, bob, carol = make_user(store), make_user(store), make_user(store)
+    rs = make_set(store, owner=alice.sub)
+    old = access_request(alice, bob, rs, created_at=T - 10)
+    new = access_request(alice, carol, rs, created_at=T)
+    gone = access_request(alice, bob, rs, created_at=T - 20, expires_at=T + 5)
+    decided = access_request(alice, bob, rs, created_at=T - 30)
+    other = access_request(carol, bob, make_set(store, owner=carol.sub))
+    for one in (old, new, gone, decided, other):
+        store.add_request(one)
+    assert store.decide_request(decided.id, "denied", T)
+    assert store.requests_of(alice.sub, "pending", T + 5, 10) == [new, old]
+    assert store.requests_of(alice.sub, "pending", T + 5, 1) == [new]
+    assert store.requests_of(alice.sub, "expired", T + 5, 10) == [replace(gone, status="expired")]
+    assert [r.id for r in store.requests_of(alice.sub, "denied", T + 5, 10)] == [decided.id]
+    assert store.requests_of(alice.sub, "approved", T + 5, 10) == []
+    assert store.count_pending_requests_to(alice.sub, T + 4) == 3
+    assert store.count_pending_requests_to(alice.sub, T + 5) == 2
+    assert store.count_pending_requests_by(bob.sub, T + 5) == 2  # old, other
+    assert store.count_pending_requests_by(carol.sub, T + 5) == 1
+    assert store.count_pending_requests_by(alice.sub, T + 5) == 0
+
+
+def test_requests_go_with_their_owner_party_or_set_and_expire_in_batches(store: Storage) -> None:
+    alice, bob, carol = make_user(store), make_user(store), make_user(store)
+    client = make_client(store)
+    rs = make_set(store, client=client, owner=alice.sub)
+    by_bob, by_carol = access_request(alice, bob, rs), access_request(alice, carol, rs)
+    store.add_request(by_bob)
+    store.add_request(by_carol)
+    assert store.delete_user(bob.sub)
+    assert store.get_request(by_bob.id) is None and store.get_request(by_carol.id) is not None
+    assert store.delete_resource_set(rs.id, alice.sub, client.client_id)
+    assert store.get_request(by_carol.id) is None
+    rs2 = make_set(store, owner=alice.sub)
+    for n in range(5):
+        store.add_request(access_request(alice, carol, rs2, expires_at=T + n))
+    assert store.delete_requests_expired_before(T + 4, 3) == 3
+    assert store.delete_requests_expired_before(T + 4, 3) == 1
+    assert store.delete_requests_expired_before(T + 4, 3) == 0
+    assert store.count_pending_requests_to(alice.sub, T) == 1
+    assert store.delete_user(alice.sub)
+    assert store.count_pending_requests_by(carol.sub, T) == 0
+
+
+def test_an_owner_takes_requests_by_the_servers_default_until_they_choose(store: Storage) -> None:
+    alice = make_user(store)
+    assert store.takes_requests(alice.sub) is None
+    assert store.set_takes_requests(alice.sub, False) is True
+    assert store.takes_requests(alice.sub) is False
+    assert store.set_takes_requests(alice.sub, True) is True
+    assert store.takes_requests(alice.sub) is True
+    assert store.set_takes_requests(alice.sub, None) is True
+    assert store.takes_requests(alice.sub) is None
+    assert store.set_takes_requests("no-such-sub", True) is False
+    assert store.takes_requests("no-such-sub") is None

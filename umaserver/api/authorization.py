@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response
 
 from ..error_responses import json_response
-from ..errors import NotAuthorized, ServerError
+from ..errors import NotAuthorized, RequestSubmitted, ServerError
 from ..runtime import runtime
 from ..services.authorization import request_authorization
 from ..services.decision import sign_in_providers
@@ -43,7 +43,11 @@ def authorization_request() -> Response:
         server_issuer=uma.config.issuer,
         sign_in_providers=sign_in_providers(uma.config.oidc_issuers),
         jwt=uma.jwt_rpts,
+        submit_request=body.get("submit_request", False),
+        sharing=uma.config.sharing,
     )
+    if outcome.kind == "request_submitted":
+        raise RequestSubmitted(extra={"interval": outcome.interval})
     if outcome.kind == "grant":
         # The spec's success answer: 201, Content-Type application/json;charset=UTF-8.
         return json_response(

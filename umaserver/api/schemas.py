@@ -163,6 +163,15 @@ class ClaimObject(Schema):
     value = fields.Dict(required=True)
 
 
+class JsonBoolean(fields.Boolean):
+    """true or false as JSON has them: not 1, "true" nor null."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
 class AuthorizationRequest(Schema):
     """`POST /rpt_authorization`: `rpt` and `ticket` required, `claims` an array of claim objects."""
 
@@ -173,3 +182,5 @@ class AuthorizationRequest(Schema):
     ticket = fields.String(required=True, validate=_non_empty)
     # How many: `[limits] claim_objects_per_request`, checked with the other claim bounds.
     claims = fields.List(fields.Nested(ClaimObject))
+    # Ask the owner when the rules refuse (issue 25): a JSON boolean, nothing else.
+    submit_request = JsonBoolean()

@@ -102,7 +102,9 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
 
     def create_token_response(self) -> tuple[int, Any, list[tuple[str, str]]]:
         form = self.request.form
-        optional = {name: form.get(name) or None for name in _PARAMETERS if name != "ticket"}
+        optional: dict[str, Any] = {
+            name: form.get(name) or None for name in _PARAMETERS if name != "ticket"
+        }
         uma = runtime()
         config = uma.config
         person: AccessToken | None = self.request.person
@@ -152,13 +154,18 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 rpt_key=uma.rpt_key,
                 jwt=uma.jwt_rpts,
                 rpt_issuer=rpt_issuer,
+                sharing=config.sharing,
             )
         else:
             answer = uma_grant.request_rpt(
                 storage(),
                 uma.rules_for,
                 client,
-                uma_grant.GrantRequest(ticket=form["ticket"], **optional),
+                uma_grant.GrantRequest(
+                    ticket=form["ticket"],
+                    submit_request=form.get("submit_request", "").lower() == "true",
+                    **optional,
+                ),
                 now=now,
                 verifiers=uma.verifiers,
                 lifetimes=config.lifetimes,
@@ -171,5 +178,6 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 jwt_type=jwt_type,
                 jwt=uma.jwt_rpts,
                 rpt_issuer=rpt_issuer,
+                sharing=config.sharing,
             )
         return answer.status, answer.body, [("Cache-Control", "no-store"), ("Pragma", "no-cache")]

@@ -1,7 +1,8 @@
 """The person's own page (`/account`): the consents they gave, each with a form to withdraw it
 (which revokes the tokens issued under it: `services.consents.withdraw_consent`), and the claims
 they shared that a client keeps for its later requests (UMA 2.0 PCTs), each withdrawn the same
-way (`services.pcts.withdraw`)."""
+way (`services.pcts.withdraw`). And the owner's switch "Let people ask me for access" (issue 25:
+`services.owner_requests`), `POST /account/requests`."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from flask import Blueprint, abort, redirect, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from ..runtime import runtime
-from ..services import consents, pcts
+from ..services import consents, owner_requests, pcts
 from ..storage.per_request import storage
 from . import csrf, sessions
 from .authorize import SCOPE_WORDS
@@ -53,7 +54,15 @@ def account() -> BaseResponse:
         }
         for found in pcts.kept_claims(storage(), user.sub, runtime().clock.now())
     ]
-    return render("pages/account.html", user=user, consents=rows, kept=kept)
+    sharing = runtime().config.sharing
+    return render(
+        "pages/account.html",
+        user=user,
+        consents=rows,
+        kept=kept,
+        server_takes=sharing.requests,
+        takes=owner_requests.takes_requests(storage(), user.sub, sharing),
+    )
 
 
 def _one(name: str) -> str:
@@ -86,3 +95,18 @@ def withdraw_pct() -> BaseResponse:
     if pcts.withdraw(storage(), user.sub, _one("pct")):
         log.info("shared claims withdrawn username=%r", user.username)
     return redirect(runtime().config.url("/account"), 303)
+
+
+@bp.post("/account/requests")
+@sessions.signin_required
+def takes_requests() -> BaseResponse:
+    """The switch: the checkbox `takes_requests` ticked (value "yes") or not."""
+    csrf.require()
+    user = sessions.current_user()
+    assert user is not None
+    sent = request.form.getlist("takes_requests")
+    if len(sent) > 1 or (sent and sent[0] != "yes"):
+        abort(400, description="This form is incomplete. Go back, reload the page and try again.")
+    storage().set_takes_requests(user.sub, bool(sent))
+    log.info("requests %s username=%r", "on" if sent else "off", user.username)
+    return redirect(runtime().config.url("/account") + "#requests", 303)

@@ -35,9 +35,17 @@ WORDS = {
     ("decision", "granted"): "Allowed",
     ("decision", "refused"): "Refused",
     ("decision", "needs claims"): "More information needed",
+    ("decision", "request submitted"): "Refused by your rules; asked you",
+    ("approval", "approved"): "You approved it",
+    ("denial", "denied"): "You denied it",
 }
 
-STYLES = {"granted": "decision-grant", "refused": "decision-deny"}
+STYLES = {
+    "granted": "decision-grant",
+    "refused": "decision-deny",
+    "approved": "decision-grant",
+    "denied": "decision-deny",
+}
 
 
 @dataclass(frozen=True)

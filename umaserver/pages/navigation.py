@@ -2,9 +2,7 @@
 History, Account, Sign out, the current one marked (`aria-current`).
 
 `header_counts(user)` is the one place where the header's counts come from: a dict such as
-`{"requests": N, "notices": M}`; a count that is missing or 0 shows no badge. Add a count here
-when its function exists (`owner_requests.pending_count`, `notices.unseen_count`): nothing else
-changes."""
+`{"requests": N, "notices": M}`; a count that is missing or 0 shows no badge."""
 
 from __future__ import annotations
 
@@ -13,6 +11,9 @@ from dataclasses import dataclass
 
 from flask import request
 
+from ..runtime import runtime
+from ..services import owner_requests
+from ..storage.per_request import storage
 from ..storage.records import User
 from . import sessions
 
@@ -34,9 +35,8 @@ NAV_ITEMS = (
 
 def header_counts(user: User) -> dict[str, int]:
     """What the header counts for `user`: {"requests": pending requests to answer, "notices":
-    notices not seen yet}. None can be counted yet: their functions are added here."""
-    del user  # used by the counts to come
-    return {}
+    notices not seen yet}."""
+    return {"requests": owner_requests.pending_count(storage(), user.sub, runtime().clock.now())}
 
 
 def current_item(path: str) -> tuple[str | None, bool]:

@@ -21,9 +21,10 @@ from ..claims.model import ACCOUNT_CLAIM_TYPE, ClaimsError, ClaimsUnavailable, V
 from ..config import Lifetimes, Limits
 from ..errors import ExpiredTicket, InvalidRequest, InvalidTicket, TemporarilyUnavailable
 from ..policy.decision import NeededClaim, redirect_label
+from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import AccessToken, Client, Ticket
-from . import access_history, gathering, rpts
+from . import access_history, gathering, owner_requests, rpts
 from .account_claims import account_claims
 from .decision import (
     MissingResourceSet,
@@ -50,10 +51,11 @@ _DEFAULT_LIMITS = Limits()
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: Literal["grant", "need_claims", "deny"]
+    kind: Literal["grant", "need_claims", "deny", "request_submitted"]
     rpt: str | None = None  # the RPT that now carries the permission, on a grant
     need_claims: tuple[NeededClaim, ...] = ()
     reason: str | None = None  # why a deny is final, when it is not the policy's own word
+    interval: int = 0  # seconds between polls, on request_submitted
 
 
 def _open_ticket(storage: Storage, unverified_ticket: str, now: int) -> Ticket:
@@ -83,6 +85,8 @@ def request_authorization(
     sign_in_providers: Mapping[str, str] | None = None,
     jwt: JwtRpts | None = None,
     rpt_issuer: str | None = None,
+    submit_request: bool = False,
+    sharing: SharingSettings | None = None,
 ) -> Outcome:
     """`rules` gives the rules of the ticket's owner, read in the request's transaction.
     `server_issuer` and `sign_in_providers` (issuer -> display name) are where this server can
@@ -90,7 +94,11 @@ def request_authorization(
     `server_issuer`, never. An AAT issued to a person brings the account claims about that person
     (`account_claims`, vouched for by `server_issuer`). With `jwt`, a grant mints a JWT RPT whose
     `iss` is `rpt_issuer` (the issuer of the document the client was sent through;
-    `server_issuer` when None)."""
+    `server_issuer` when None).
+
+    With `sharing`, a ticket with a request to its owner answers from it while it is pending or
+    denied (`owner_requests.waiting_on`); with `submit_request` too, a refusal asks the owner
+    (`owner_requests.file_request`) and is answered request_submitted."""
     display_names = dict(sign_in_providers or {})
     can_gather = (
         gatherable(server_issuer, display_names, has_person=aat.user_sub is not None)
@@ -117,6 +125,20 @@ def request_authorization(
         storage.transaction(),
     ):
         ticket = _open_ticket(storage, unverified_ticket, now)
+        if sharing is not None:
+            asked = owner_requests.waiting_on(storage, ticket.digest)
+            if asked is not None:
+                # No decision, and no request counted: the owner has the word.
+                log.info(
+                    "decision=%s owner=%s request=%s client=%s",
+                    asked.status,
+                    ticket.owner,
+                    asked.id,
+                    client.client_id,
+                )
+                if asked.status == "denied":
+                    return Outcome("deny", reason=owner_requests.DENIED_DESCRIPTION)
+                return Outcome("request_submitted", interval=sharing.poll_interval)
         claims = record_pushed(storage, ticket.digest, party, pushed, limits, now)
         requests = storage.count_ticket_request(ticket.digest)
         # A new request on the ticket voids the handles of earlier redirect_required answers.
@@ -165,8 +187,26 @@ def request_authorization(
             )
             outcome = Outcome("grant", rpt=rpt)
         elif decision.outcome == "deny":
-            storage.finish_ticket(ticket.digest)
-            outcome = Outcome("deny")
+            filed = (
+                owner_requests.file_request(
+                    storage,
+                    sharing,
+                    owner=ticket.owner,
+                    pairs=ticket.permissions,
+                    ticket_digest=ticket.digest,
+                    client=client,
+                    party=aat.user_sub,
+                    now=now,
+                    rs_name=decision.pairs[0][0].label,
+                )
+                if submit_request and sharing is not None
+                else None
+            )
+            if filed is not None and filed.request is not None and sharing is not None:
+                outcome = Outcome("request_submitted", interval=sharing.poll_interval)
+            else:
+                storage.finish_ticket(ticket.digest)
+                outcome = Outcome("deny", reason=filed.reason if filed else None)
         elif requests >= MAX_TICKET_REQUESTS:
             storage.finish_ticket(ticket.digest)
             outcome = Outcome("deny", reason=OUT_OF_REQUESTS)
@@ -184,7 +224,9 @@ def request_authorization(
             storage,
             now=now,
             kind="grant" if outcome.kind == "grant" else "decision",
-            outcome=access_history.OUTCOMES[outcome.kind],
+            outcome=owner_requests.SUBMITTED
+            if outcome.kind == "request_submitted"
+            else access_history.OUTCOMES[outcome.kind],
             client=client,
             party=aat.user_sub if aat.user_sub is not None else party,
             pairs=((rs, scopes, d.rule_ids) for rs, scopes, d in decision.pairs),

@@ -14,22 +14,26 @@ decides them at once with the owners' rules, as Keycloak's token endpoint does.
   (`rsid`, `rsname`, `scopes`), or 403 access_denied when there are none. Neither mints an RPT.
   Without a response mode: an RPT holding what was granted (the client's `rpt` upgraded when it
   sends its own), or 403 access_denied when nothing was.
-* `submit_request` (asking the owners) is accepted and answered as the denial it is for now: there
-  are no requests to owners yet.
+* `submit_request=true`: what the rules refuse a person (the person's own token) is asked of each
+  set's owner (`owner_requests.file_request`, one request a set, no ticket: the client asks
+  again with the same permission, and is granted once the owner approves), answered as Keycloak
+  does, 403 access_denied `request_submitted`. Where nothing could be asked (no person, requests
+  off, too many pending), the flag changes nothing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ..claims.model import ClaimsError, ClaimsUnavailable, VerifiedClaims, Verifiers
 from ..config import Lifetimes, Limits
 from ..errors import APIError, InvalidRequest, InvalidScope, TemporarilyUnavailable, echo
+from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import Claim, Client, RequestedPermission, ResourceSet, Rpt
-from . import access_history
+from . import access_history, owner_requests
 from .decision import RulesFor, Supplier, decide_ticket, owner_name
 from .signing_keys import JwtRpts
 from .uma_grant import Answer, grant_rpt, own_rpt, read_claim_token
@@ -202,6 +206,7 @@ def request_permissions(
     rpt_key: bytes,
     jwt: JwtRpts | None = None,
     rpt_issuer: str = "",
+    sharing: SharingSettings | None = None,
 ) -> Answer:
     """Keycloak's ticketless grant (see the module): `client` acts for `party` with `claims`.
     With `jwt`, a grant mints a JWT RPT whose `iss` is `rpt_issuer` (the realm's issuer)."""
@@ -216,11 +221,14 @@ def request_permissions(
         pairs = resolve(storage, audience, wanted)
         upgrading = own_rpt(storage, unverified_rpt, client, now) if unverified_rpt else None
         granted, whole = decide_permissions(storage, rules, supplier, party, claims, pairs, now)
+        asked: set[str] = set()
+        if submit_request and not whole and sharing is not None:
+            asked = _ask_owners(storage, sharing, client, party, pairs, granted, now)
         answer = _answer(
-            storage, client, party, granted, whole, response_mode, submit_request, upgrading,
+            storage, client, party, granted, whole, response_mode, bool(asked), upgrading,
             unverified_rpt, now, lifetimes, rpt_key, jwt, rpt_issuer,
         )  # fmt: skip
-        _record(storage, client, party, pairs, granted, answer, response_mode, now)
+        _record(storage, client, party, pairs, granted, answer, response_mode, now, asked)
     log.info(
         "decision=%s grant=uma-ticket form=keycloak audience=%s resource_sets=%s client=%s"
         " response_mode=%s",
@@ -242,9 +250,11 @@ def _record(
     answer: Answer,
     response_mode: str | None,
     now: int,
+    asked: Collection[str] = (),
 ) -> None:
-    """The history's events: one for each pair asked about, granted (the scopes granted) or
-    refused (those asked); a grant when an RPT was issued, else a decision."""
+    """The history's events: one for each pair asked about, granted (the scopes granted),
+    asked of its owner (`asked`: set ids) or refused (those asked); a grant when an RPT was
+    issued, else a decision."""
     given = {rs.id: scopes for rs, scopes in granted} if answer.status == 200 else {}
     issued = answer.status == 200 and response_mode is None
     for pair in pairs:
@@ -256,11 +266,49 @@ def _record(
             storage,
             now=now,
             kind="grant" if issued and scopes else "decision",
-            outcome="granted" if scopes else "refused",
+            outcome="granted"
+            if scopes
+            else owner_requests.SUBMITTED
+            if resource_set.id in asked
+            else "refused",
             client=client,
             party=party,
             pairs=[(resource_set, scopes or pair.scopes, ())],
         )
+
+
+def _ask_owners(
+    storage: Storage,
+    sharing: SharingSettings,
+    client: Client,
+    party: str,
+    pairs: Sequence[RequestedPermission],
+    granted: list[tuple[ResourceSet, tuple[str, ...]]],
+    now: int,
+) -> set[str]:
+    """Asks each set's owner for the scopes of it the rules refused `party`; the ids of the sets
+    asked (a request filed, or waiting already)."""
+    given = {rs.id: scopes for rs, scopes in granted}
+    asked = set()
+    for pair in pairs:
+        refused = tuple(s for s in pair.scopes if s not in given.get(pair.resource_set_id, ()))
+        resource_set = storage.find_resource_set(pair.resource_set_id)
+        if not refused or resource_set is None:
+            continue
+        filed = owner_requests.file_request(
+            storage,
+            sharing,
+            owner=resource_set.owner,
+            pairs=(RequestedPermission(resource_set.id, refused),),
+            ticket_digest=None,
+            client=client,
+            party=party,
+            now=now,
+            rs_name=resource_set.label,
+        )
+        if filed is not None and filed.request is not None:
+            asked.add(resource_set.id)
+    return asked
 
 
 def _answer(
@@ -279,9 +327,7 @@ def _answer(
     jwt: JwtRpts | None,
     rpt_issuer: str,
 ) -> Answer:
-    if submit_request and not whole:
-        # Keycloak files a request to the owners; until there are such requests here, it is
-        # the denial it would be without one.
+    if submit_request:  # the owners were asked for what was refused
         return _access_denied("request_submitted")
     if response_mode == "decision":
         return Answer(200, {"result": True}) if whole else _access_denied("not_authorized")

@@ -37,9 +37,10 @@ from ..claims.model import ClaimsError, ClaimsUnavailable, VerifiedClaims, Verif
 from ..config import Lifetimes, Limits
 from ..errors import APIError, InvalidRequest, InvalidScope, TemporarilyUnavailable, echo
 from ..policy.decision import NeededClaim
+from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import Claim, Client, Pct, RequestedPermission, ResourceSet, Rpt, Ticket
-from . import access_history, rpts
+from . import access_history, owner_requests, rpts
 from .decision import MissingResourceSet, RulesFor, Supplier, decide_ticket, gatherable, owner_name
 from .pushed_claims import (
     MAX_TICKET_REQUESTS,
@@ -73,6 +74,7 @@ class GrantRequest:
     pct: str | None = None
     rpt: str | None = None
     scope: str | None = None
+    submit_request: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ def request_rpt(
     jwt_type: str | None = None,
     jwt: JwtRpts | None = None,
     rpt_issuer: str | None = None,
+    sharing: SharingSettings | None = None,
 ) -> Answer:
     """`rules` gives the rules of the ticket's owner, read in the request's transaction; the
     claims interaction endpoint can gather claims of this server (`server_issuer`) and of the
@@ -116,7 +119,12 @@ def request_rpt(
     `jwt_type`: the claim type of a claim token of Keycloak's JWT format.
 
     With `jwt`, a grant mints a JWT RPT whose `iss` is `rpt_issuer` (the issuer of the document
-    the client was sent through: the realm's on the realm face; `server_issuer` when None)."""
+    the client was sent through: the realm's on the realm face; `server_issuer` when None).
+
+    With `sharing`, a ticket with a request to its owner answers from it while it is pending
+    (request_submitted with a rotated ticket) or denied (request_denied); with `submit_request`
+    too, a refusal of a person's request (Keycloak's form: `person`) asks the owner
+    (`owner_requests`)."""
     digest = secrets_at_rest.digest(request.ticket)
     # Verification (signatures, key look-ups) happens outside the write lock; nothing is recorded
     # unless the claim token passes.
@@ -148,6 +156,20 @@ def request_rpt(
             if party != own:
                 raise InvalidGrant("Another person has shared claims for this ticket.")
             party = person
+        if sharing is not None:
+            asked = owner_requests.waiting_on(storage, digest)
+            if asked is not None:
+                # No decision, and no request counted: the owner has the word.
+                log.info(
+                    "decision=%s grant=uma-ticket owner=%s request=%s client=%s",
+                    asked.status,
+                    ticket.owner,
+                    asked.id,
+                    client.client_id,
+                )
+                if asked.status == "denied":
+                    return _denied(owner_requests.DENIED_DESCRIPTION)
+                return _submitted(storage, digest, sharing)
         pct_claims: list[Claim] = []
         if request.pct is not None:
             pct = _own_pct(storage, request.pct, client, now)
@@ -211,8 +233,32 @@ def request_rpt(
                 issuer=server_issuer if rpt_issuer is None else rpt_issuer,
             )
         elif decision.outcome == "deny":
-            storage.finish_ticket(digest)
-            answer = _denied("The resource owner's policies do not allow this access.")
+            filed = (
+                owner_requests.file_request(
+                    storage,
+                    sharing,
+                    owner=ticket.owner,
+                    pairs=permissions,
+                    ticket_digest=digest,
+                    client=client,
+                    party=person,
+                    now=now,
+                    rs_name=decision.pairs[0][0].label,
+                )
+                if request.submit_request and sharing is not None
+                else None
+            )
+            if filed is not None and filed.request is not None and sharing is not None:
+                if party != ticket.requesting_party:  # the person's, from now on
+                    storage.set_ticket_party(digest, party)
+                answer = _submitted(storage, digest, sharing)
+            else:
+                storage.finish_ticket(digest)
+                answer = _denied(
+                    filed.reason
+                    if filed is not None and filed.reason
+                    else "The resource owner's policies do not allow this access."
+                )
         elif requests >= MAX_TICKET_REQUESTS:
             storage.finish_ticket(digest)
             answer = _denied(
@@ -226,13 +272,16 @@ def request_rpt(
             storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
             answer = _need_info(rotated, decision.need_claims, decision.gathers)
         said = decision.outcome
-        if isinstance(answer.body, dict) and answer.body.get("error") == "request_denied":
+        said_error = answer.body.get("error") if isinstance(answer.body, dict) else None
+        if said_error == "request_denied":
             said = "deny"  # the policy's word, or out of requests
         access_history.record(
             storage,
             now=now,
             kind="grant" if said == "grant" else "decision",
-            outcome=access_history.OUTCOMES[said],
+            outcome=owner_requests.SUBMITTED
+            if said_error == "request_submitted"
+            else access_history.OUTCOMES[said],
             client=client,
             party=party,
             pairs=((rs, scopes, d.rule_ids) for rs, scopes, d in decision.pairs),
@@ -391,6 +440,23 @@ def _issue_pct(
         claims,
     )
     return pct
+
+
+def _submitted(storage: Storage, digest: str, sharing: SharingSettings) -> Answer:
+    """403 request_submitted (Grant 3.3.6) with the ticket rotated, its request following it."""
+    rotated = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
+    storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
+    storage.move_request(digest, secrets_at_rest.digest(rotated))
+    return Answer(
+        403,
+        {
+            "error": "request_submitted",
+            "error_description": "The resource owner has been asked for access; poll with this"
+            " ticket no faster than `interval` seconds.",
+            "ticket": rotated,
+            "interval": sharing.poll_interval,
+        },
+    )
 
 
 def _denied(description: str) -> Answer:

@@ -28,6 +28,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .records import (
+    AccessRequest,
     AccessToken,
     AssertionUse,
     AuthorizationCode,
@@ -45,6 +46,7 @@ from .records import (
     Permission,
     RefreshToken,
     RequestedPermission,
+    RequestStatus,
     ResourceSet,
     ResourceSetQuery,
     Rpt,
@@ -683,6 +685,69 @@ class Events(Protocol):
         ...
 
 
+class Requests(Protocol):
+    """Requests to owners (issue 25): a client acting for a person asked the owner of a set for
+    access the rules refused. A request is pending until the owner decides it (once) or its
+    `expires_at` passes; a pending request past it reads as expired. Deleting the owner, the
+    person or the set deletes it. Beside them, each owner's switch "others may ask me"."""
+
+    def add_request(self, request: AccessRequest) -> None: ...
+
+    def get_request(self, request_id: str) -> AccessRequest | None:
+        """The request as stored (its status pending even when past `expires_at`)."""
+        ...
+
+    def request_for_ticket(self, ticket_digest: str) -> AccessRequest | None:
+        """The newest request the ticket of that digest belongs to, as stored."""
+        ...
+
+    def move_request(self, old_digest: str, new_digest: str) -> int:
+        """The requests of the ticket `old_digest` belong to `new_digest` from now on (a rotated
+        ticket); how many."""
+        ...
+
+    def requests_of(
+        self, owner: str, status: RequestStatus, now: int, limit: int
+    ) -> list[AccessRequest]:
+        """At most `limit` of the owner's requests of that status at `now` (expired: pending ones
+        past their `expires_at`, which read as expired), newest first (ties by id)."""
+        ...
+
+    def count_pending_requests_to(self, owner: str, now: int) -> int:
+        """How many requests to the owner are pending at `now`."""
+        ...
+
+    def count_pending_requests_by(self, party: str, now: int) -> int:
+        """How many requests of the requesting party are pending at `now`."""
+        ...
+
+    def decide_request(
+        self,
+        request_id: str,
+        status: RequestStatus,
+        now: int,
+        approved_scopes: tuple[str, ...] | None = None,
+    ) -> bool:
+        """pending -> `status` (approved or denied) at `now`, with the scopes an approval gave;
+        True for exactly one caller, and only while the request is pending at `now`."""
+        ...
+
+    def delete_requests_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` requests (decided or not) whose `expires_at` is before
+        `moment`; how many."""
+        ...
+
+    def takes_requests(self, user_sub: str) -> bool | None:
+        """The user's switch: True or False as they set it, None for the server's default (and
+        for no such user)."""
+        ...
+
+    def set_takes_requests(self, user_sub: str, value: bool | None) -> bool:
+        """Sets the user's switch (None: back to the server's default); False when there is no
+        such user."""
+        ...
+
+
 class Storage(
     Clients,
     InitialAccessTokens,
@@ -708,6 +773,7 @@ class Storage(
     Pcts,
     SigningKeys,
     Events,
+    Requests,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

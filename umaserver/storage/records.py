@@ -500,3 +500,29 @@ class Event:
     outcome: str
     decided_by: str | None = None
     seq: int = field(default=0, compare=False)
+
+
+RequestStatus = Literal["pending", "approved", "denied", "expired"]
+
+
+@dataclass(frozen=True)
+class AccessRequest:
+    """A client's request to an owner for access the rules refused (issue 25, item 3): `party`
+    the requesting person's sub and `party_name` their username as it was, the client's id and
+    name as they were, `ticket_digest` the ticket the client polls with, `expires_at` the end of
+    the wait for the owner, `decided_at` and `approved_scopes` what the owner answered."""
+
+    id: str
+    owner: str
+    resource_set_id: str
+    scopes: tuple[str, ...]
+    party: str
+    party_name: str
+    client_id: str
+    client_name: str
+    ticket_digest: str
+    created_at: int
+    expires_at: int
+    status: RequestStatus = "pending"
+    decided_at: int | None = None
+    approved_scopes: tuple[str, ...] | None = None

@@ -15,6 +15,7 @@ from .identity_links import IdentityLinks
 from .oauth import OAuth
 from .owner_rules import OwnerRules
 from .pcts import Pcts
+from .requests import Requests
 from .resources import Resources
 from .sessions import Sessions
 from .shares import Shares
@@ -38,5 +39,6 @@ class SQLStorage(
     Pcts,
     SigningKeys,
     Events,
+    Requests,
 ):
     """The contract's operations over one connection (see `contract.Storage`)."""

@@ -52,6 +52,7 @@ TABLES = (
     "pct_claims",
     "signing_keys",
     "events",
+    "requests",
 )
 
 
