@@ -43,6 +43,7 @@ from .pages import (
     claims_interaction,
     external_signin,
     history,
+    invitations,
     policy,
     rqp_claims,
     untrusted,
@@ -172,6 +173,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     pages.register(app, policy.bp)
     # The owner's access history.
     pages.register(app, history.bp)
+    # Invitations to shares by e-mail: the invited person's page, the owner's buttons.
+    pages.register(app, invitations.bp)
     # The requesting party claims endpoint, and signing in at external OpenID Connect providers
     # for it (this server their relying party).
     pages.register(app, rqp_claims.bp)

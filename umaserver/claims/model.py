@@ -48,6 +48,15 @@ ACCOUNT_NOT_PUSHED = (
 )
 
 
+def email_key(address: str) -> str:
+    """An e-mail address as the account claims carry it and shares compare it: the whole address,
+    lowercased. The domain is case-insensitive by RFC 5321; the local part may be case-sensitive
+    by the letter of it, but no provider this server talks to hands out two mailboxes that differ
+    only by case (Keycloak itself stores addresses lowercased), and a person typing "Carol@" for
+    "carol@" must not lose a share."""
+    return address.lower()
+
+
 class Verifiers(Protocol):
     """What turns one verified claim object into claims. `saml` and `oidc` slot in here."""
 
