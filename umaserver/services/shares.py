@@ -15,10 +15,12 @@ false` (`owner_rules.effective_rules`), and are never edited or deleted as rules
 (`owner_rules.ShareRule`): `stop_sharing` deletes both and revokes the permissions already
 granted on the set to the person shared with.
 
-Not expressed yet: an `email` from a verified ID token (`email_verified: true`). A rule's
-conditions must all hold and one condition reads one claim, so "the account's email, or an ID
-token's email that the same token says is verified" is not one rule; the rule language needs
-either alternatives or a verified-email claim of the OIDC type.
+An `email` from a verified ID token counts too: a rule's conditions must all hold and one
+condition reads one claim, so rather than alternatives in the rule language, the ID token's
+verification (`claims.id_tokens`) adds an account claim `email` (issuer: the provider) when the
+token says `email_verified: true`; a client's own word (plain members, custom types) never has the
+account claims' type. Addresses are compared whole and lowercased (`claims.model.email_key`): the
+condition holds the lowercased address, the row keeps it as the owner typed it.
 """
 
 from __future__ import annotations
