@@ -270,6 +270,10 @@ def test_an_existing_account_signs_in_and_accepts(
     assert user is not None
     assert user.claims == {"email": "carol@example.org", "email_verified": True}
     assert carol_granted(flow, store)
+    alices = store.get_user_by_username("alice")
+    assert alices is not None
+    shared = [(e.kind, e.party) for e in store.events_of(alices.sub, 10) if e.kind == "share"]
+    assert shared == [("share", "carol"), ("share", "carol@example.org")]  # newest first
     used = carol.get(path_of(link))
     assert used.status_code == 410
     assert "This invitation has been accepted already" in text_of(used)
