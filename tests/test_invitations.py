@@ -295,6 +295,8 @@ def test_an_account_keeps_its_own_address(
 def test_the_owner_cannot_accept_her_own_link(alice: FlaskClient, flow: Flow) -> None:
     link = invite_carol(alice, flow)
     page = alice.get(path_of(link))
+    assert "This is your own invitation" in text_of(page)
+    assert "/accept" not in page.text  # no Accept button
     refused = alice.post(f"{path_of(link)}/accept", data={"csrf_token": csrf_of(page)})
     assert refused.status_code == 400
     assert "This is your own invitation" in text_of(refused)
@@ -428,6 +430,16 @@ def test_an_expired_link_is_a_410_page(
     assert refused.status_code == 410
     assert sign_in(alice, "alice", "alice's password").status_code == 303  # a week later
     assert shares_listed(alice, flow) == ["carol@example.org - view Stop sharing"]
+
+
+def test_a_link_to_a_share_that_ended_is_expired(
+    app: Flask, alice: FlaskClient, flow: Flow, clock: FakeClock
+) -> None:
+    link = invite_carol(alice, flow, until="2026-11-26")  # ends tonight; the link in 7 days
+    assert app.test_client().get(path_of(link)).status_code == 200
+    clock.advance(DAY)
+    page = app.test_client().get(path_of(link))
+    assert page.status_code == 410 and "This invitation has expired" in text_of(page)
 
 
 def accept_expired(app: Flask, link: str) -> tuple[FlaskClient, TestResponse]:

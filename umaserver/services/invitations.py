@@ -4,7 +4,8 @@ single-use link, `{issuer}/invitations/{token}`, for the person to accept.
 - `share` is the Share form's one call: the share (`services.shares`) and, when it is by an
   address no local account has verified, its invitation, in one transaction. The link exists only
   in the return value (the owner's page shows it once); the store keeps the token's SHA-256.
-  `invitation_created` is the one place told of a new link (the mail notice goes there).
+  `invitation_created` is the one place told of a new link, inside the transaction that made
+  it (the mail notice goes there).
 - "New link" (`new_link`) gives the invitation a new token and a full lifetime: the old link is
   dead. "Cancel" (`cancel`) deletes the invitation only: the share stays on the address, matching
   a verified e-mail of it, until the owner stops sharing (which takes the invitation with it), so
@@ -97,9 +98,12 @@ def has_local_account(storage: Storage, address: str) -> bool:
     return False
 
 
-def invitation_created(new: NewInvitation, owner: str, resource_set: ResourceSet) -> None:
-    """Told of every new link (a share by address, or "New link"): the place for the mail notice
-    to the address (issue 25, item 4). Logs it, never the link."""
+def invitation_created(
+    storage: Storage, new: NewInvitation, owner: str, resource_set: ResourceSet
+) -> None:
+    """Told of every new link (a share by address, or "New link"), inside the transaction that
+    made it, so that a notice queued here is written with it or not at all: the place for the
+    mail notice to the address (issue 25, item 4). Logs it, never the link."""
     log.info(
         "invitation: owner=%s rule=%s resource_set=%s expires_at=%s",
         owner,
@@ -139,8 +143,8 @@ def share(
         )
         if not storage.add_invitation(invitation):
             raise RuntimeError(f"the share {made.rule_id!r} was not there to invite to")
-    new = NewInvitation(invitation, link_of(issuer, token))
-    invitation_created(new, owner, resource_set)
+        new = NewInvitation(invitation, link_of(issuer, token))
+        invitation_created(storage, new, owner, resource_set)
     return made, new
 
 
@@ -168,16 +172,17 @@ def new_link(
     """A new token for the unused invitation of the owner's share `rule_id` on `resource_set`,
     valid `lifetime` seconds from now; the old link is dead. None when there is no such
     invitation (cancelled, used, or never made)."""
-    found = storage.get_share(owner.sub, rule_id)
-    if found is None or found.resource_set_id != resource_set.id:
-        return None
     token = _new_token()
     digest = secrets_at_rest.digest(token)
-    if not storage.replace_invitation(owner.sub, rule_id, digest, now, now + lifetime):
-        return None
-    invitation = Invitation(digest, rule_id, owner.sub, found.recipient, now, now + lifetime)
-    new = NewInvitation(invitation, link_of(issuer, token))
-    invitation_created(new, owner.username, resource_set)
+    with storage.transaction():
+        found = storage.get_share(owner.sub, rule_id)
+        if found is None or found.resource_set_id != resource_set.id:
+            return None
+        if not storage.replace_invitation(owner.sub, rule_id, digest, now, now + lifetime):
+            return None
+        invitation = Invitation(digest, rule_id, owner.sub, found.recipient, now, now + lifetime)
+        new = NewInvitation(invitation, link_of(issuer, token))
+        invitation_created(storage, new, owner.username, resource_set)
     return new
 
 
@@ -206,8 +211,8 @@ def look_up(storage: Storage, unverified_token: str, now: int) -> Found:
         return Found("unknown")
     if invitation.used_at is not None:
         state: LinkState = "used"
-    elif invitation.expires_at <= now:
-        state = "expired"
+    elif invitation.expires_at <= now or (found.until is not None and found.until <= now):
+        state = "expired"  # the link's end, or the share's (`until`): nothing left to accept
     else:
         state = "usable"
     owner = storage.get_username(invitation.owner)
