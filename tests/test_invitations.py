@@ -436,7 +436,11 @@ def test_a_link_to_a_share_that_ended_is_expired(
     app: Flask, alice: FlaskClient, flow: Flow, clock: FakeClock
 ) -> None:
     link = invite_carol(alice, flow, until="2026-11-26")  # ends tonight; the link in 7 days
-    assert app.test_client().get(path_of(link)).status_code == 200
+    page = app.test_client().get(path_of(link))
+    assert page.status_code == 200
+    assert said(page, "invitation-what") == (
+        "alice shares Holiday photos with carol@example.org: you may view, until 26 Nov 2026."
+    )
     clock.advance(DAY)
     page = app.test_client().get(path_of(link))
     assert page.status_code == 410 and "This invitation has expired" in text_of(page)

@@ -30,7 +30,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from .. import secrets_at_rest
 from ..runtime import runtime
-from ..services import accounts, invitations
+from ..services import accounts, invitations, shares
 from ..storage.per_request import storage
 from ..storage.records import ResourceSet, User
 from . import csrf, sessions
@@ -69,6 +69,12 @@ class PendingView:
 def _when(moment: int) -> str:
     at = datetime.fromtimestamp(moment, UTC)
     return f"{at.day} {at:%b %Y, %H:%M} UTC"
+
+
+def _day(until: int) -> str:
+    """The last day a share holds, as the set's page says it: "28 Nov 2026"."""
+    day = shares.last_day(until)
+    return f"{day.day} {day:%b %Y}"
 
 
 def _set_invitations(resource_set: ResourceSet) -> dict[str, Any]:
@@ -138,7 +144,7 @@ def _page(
         address=found.share.recipient if found.invitation is None else found.invitation.address,
         name=found.resource_set.label,
         scopes=found.share.scopes,
-        until=None if found.share.until is None else _when(found.share.until - 1),
+        until=None if found.share.until is None else _day(found.share.until),
         person=sessions.current_user(),
         create_accounts=runtime().config.sharing.invitations_create_accounts,
         signin=sessions.signin_url(f"/invitations/{token}"),
