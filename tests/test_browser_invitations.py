@@ -90,7 +90,7 @@ def invite_carol(browser: WebDriver, flow: Flow, shots: Screenshots) -> str:
 
 
 def sign_out(browser: WebDriver) -> None:
-    submit(browser, "footer button[type=submit]")
+    submit(browser, "form.signout button[type=submit]")
 
 
 def phone_shot(link: str, profile: Path, name: str) -> None:

@@ -108,6 +108,13 @@ def type_into(browser: WebDriver, name: str, text: str) -> None:
     field.send_keys(text)
 
 
+def open_add_rule(browser: WebDriver) -> None:
+    """The add-rule form sits folded under "Add a rule" (a <details>, no script): unfold it."""
+    details = browser.find_element(By.CSS_SELECTOR, "details.add-rule")
+    if details.get_attribute("open") is None:
+        details.find_element(By.TAG_NAME, "summary").click()
+
+
 def fill_rule(browser: WebDriver, row: int, claim: str, operator: str, value: str) -> None:
     type_into(browser, f"conditions-{row}-claim", claim)
     Select(browser.find_element(By.NAME, f"conditions-{row}-operator")).select_by_value(operator)
@@ -140,13 +147,14 @@ def test_the_owner_adds_edits_explains_revokes_and_deletes(
     assert "Holiday photos" in text and "Photo <b>server</b>" in text and "not verified" in text
     assert "Doctors of the hospital" in text  # the operator's rule
     # Add: radiology may view.
+    open_add_rule(browser)
     fill_rule(browser, 0, "team", "equals", "radiology")
     check_scope(browser, "view")
     shots.take("add-rule")
     save_rule(browser)
     assert urlsplit(browser.current_url).fragment == "own-rules"
     own = browser.find_element(By.CSS_SELECTOR, ".own-rule").text
-    assert "team equals" in own and "radiology" in own
+    assert "People whose team claims say their team is 'radiology' may view." in own
     status, rpt = ask(flow)
     assert status == 201, rpt
     assert [p["scopes"] for p in flow.introspect(rpt)["permissions"]] == [["view"]]
@@ -159,9 +167,13 @@ def test_the_owner_adds_edits_explains_revokes_and_deletes(
     fill_rule(browser, 1, "team", "prefix", "radio")
     save_rule(browser)
     own = browser.find_element(By.CSS_SELECTOR, ".own-rule").text
-    assert "print" in own and "team starts with 'radio'" in own
-    # Explain: the viewer with radiology's claims is granted by her rule.
-    type_into(browser, "client", flow.app.client_id)
+    assert (
+        "People whose team claims say their team is 'radiology' and their team starts with"
+        " 'radio' may view and print." in own
+    )
+    # Explain: the viewer (picked by name) with radiology's claims is granted by her rule.
+    Select(browser.find_element(By.NAME, "client")).select_by_visible_text("Viewer")
+    browser.find_element(By.CSS_SELECTOR, "details.claims summary").click()
     explain_claims = browser.find_element(By.ID, "explain-claims")
     explain_claims.clear()
     explain_claims.send_keys(json.dumps(RADIOLOGY))
@@ -171,11 +183,10 @@ def test_the_owner_adds_edits_explains_revokes_and_deletes(
     assert (
         "Decision: grant" in result and "Granted 'view' on resource set 'Holiday photos'" in result
     )
-    assert "doctors does not hold (the operator's)" in result
+    assert "Doctors of the hospital does not hold (the operator's)" in result
+    assert "A rule of yours without a description holds (yours)" in result
     # Revoke: the permission is gone from introspection.
-    permissions = browser.find_element(By.ID, "permissions").find_element(
-        By.XPATH, "following-sibling::ul"
-    )
+    permissions = browser.find_element(By.CSS_SELECTOR, "ul.permissions")
     assert "Viewer" in permissions.text and "for bob" in permissions.text
     submit(browser, "form[action$='/permissions/revoke'] button")
     shots.take("revoked")
@@ -201,6 +212,7 @@ def test_an_invalid_rule_shows_the_error_next_to_the_field(
     flow: Flow, browser: WebDriver, shots: Screenshots
 ) -> None:
     open_signed_in(browser, policy_uri(flow), "alice")
+    open_add_rule(browser)
     fill_rule(browser, 0, "team", "regex", "(unclosed")
     check_scope(browser, "view")
     save_rule(browser)

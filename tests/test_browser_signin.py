@@ -74,7 +74,7 @@ def test_sign_in_lands_on_next_and_sign_out(
     assert browser.current_url == server.url + "/?welcome=1"
     shots.take("home-signed-in")
     assert "You are signed in as alice" in browser.find_element(By.TAG_NAME, "main").text
-    submit(browser, "footer button")
+    submit(browser, "header form.signout button")
     assert browser.current_url == server.url + "/"
     shots.take("home-signed-out")
     assert "Sign in" in browser.find_element(By.TAG_NAME, "main").text

@@ -19,7 +19,7 @@ from flask.testing import FlaskClient
 
 from umaserver import create_app
 from umaserver.config import Config, load_config
-from umaserver.policy.rule_file import PolicyError, parse_rule_table, parse_rules
+from umaserver.policy.rule_file import parse_rule_table, parse_rules
 from umaserver.policy.rules import Rule, RuleSet
 from umaserver.services import owner_rules
 from umaserver.services.owner_rule_form import RuleFormError, form_from_rule, rule_from_form
@@ -130,6 +130,9 @@ def test_clients_are_space_separated_ids() -> None:
     )
     assert made == file_rule('scopes = ["view"]\nclients = ["app-1", "app-2"]')
     assert rule_from_form("alice", RS_ID, form(scopes="view", clients=" ")).clients is None
+    # One checkbox per app: the field repeated.
+    boxes = form(scopes="view", coverage="all", clients=["app-2", "app-1", "app-2"])
+    assert rule_from_form("alice", RS_ID, boxes, "o-x") == made
 
 
 @pytest.mark.parametrize(
@@ -171,47 +174,48 @@ SCOPE = 'scopes = ["view"]\n'
 CONDITION = SCOPE + '[[conditions]]\nclaim = "c"\n'
 
 
-# The form's mistake, the field it lands on, and the same mistake in a rule file (None: the form's
-# own, the file cannot make it).
-FIELD_ERRORS: list[tuple[Form, str, str | None]] = [
-    (form(), "scopes", "scopes = []"),
-    (form(scopes=["", " "]), "scopes", "scopes = []"),
-    (form(scopes="view", coverage="type"), "coverage_type", SCOPE + 'resource_sets = { types = [""] }'),
-    (form(scopes="view", coverage="type", coverage_type=" "), "coverage_type", SCOPE + 'resource_sets = { types = [""] }'),
-    (form(scopes="view", coverage="some"), "coverage", None),
-    (form(scopes="view", description=["a", "b"]), "description", None),
-    (form(scopes="view", conditions_0_claim="c"), "conditions-0-operator", CONDITION),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="starts_with"), "conditions-0-operator", CONDITION + 'starts_with = "d"'),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="types"), "conditions-0-operator", None),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value="a"), "conditions-0-value", CONDITION + 'one_of = "a"'),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value="[]"), "conditions-0-value", CONDITION + "one_of = []"),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="contains_any", conditions_0_value="editor"), "conditions-0-value", CONDITION + 'contains_any = "editor"'),
-    (form(scopes="view", clients=["a", "b"]), "clients", None),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="prefix"), "conditions-0-value", CONDITION + 'prefix = ""'),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="suffix", conditions_0_value=""), "conditions-0-value", CONDITION + 'suffix = ""'),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="regex", conditions_0_value="(a"), "conditions-0-value", CONDITION + "regex = '(a'"),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="regex", conditions_0_value="(?=a)b"), "conditions-0-value", CONDITION + "regex = '(?=a)b'"),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="equals", conditions_0_value="[" * 5000), "conditions-0-value", None),
-    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value='["a", "b"'), "conditions-0-value", None),
+# The form's mistake, the field it lands on, and the sentence the owner reads next to it (never
+# the reader's words for a rule file, such as "must be a non-empty array of non-empty strings").
+LIST = 'as a JSON list such as ["doctor", "nurse"].'
+FIELD_ERRORS: list[tuple[Form, str, str]] = [
+    (form(), "scopes", "Choose at least one scope."),
+    (form(scopes=["", " "]), "scopes", "Choose at least one scope."),
+    (form(scopes="view", coverage="type"), "coverage_type", "Write the type of the resource sets the rule covers."),
+    (form(scopes="view", coverage="type", coverage_type=" "), "coverage_type", "Write the type of the resource sets the rule covers."),
+    (form(scopes="view", coverage="some"), "coverage", "Choose which of your resource sets the rule covers."),
+    (form(scopes="view", description=["a", "b"]), "description", "This field was sent more than once: reload the page and fill in the form again."),
+    (form(scopes="view", conditions_0_claim="c"), "conditions-0-operator", "Choose a test."),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="starts_with"), "conditions-0-operator", "Choose a test from the list."),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="types"), "conditions-0-operator", "Choose a test from the list."),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="equals"), "conditions-0-value", 'Write the value the claim must have ("" for empty text).'),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="contains", conditions_0_value=" "), "conditions-0-value", 'Write the value the claim must have ("" for empty text).'),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value="a"), "conditions-0-value", "Write the values the claim may have, " + LIST),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value="[]"), "conditions-0-value", "Write the values the claim may have, " + LIST),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="contains_any", conditions_0_value="editor"), "conditions-0-value", "Write the values, one of which the claim must hold, " + LIST),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="prefix"), "conditions-0-value", "Write the text the claim must start with."),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="suffix", conditions_0_value=""), "conditions-0-value", "Write the text the claim must end with."),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="regex"), "conditions-0-value", "Write the pattern the claim must match."),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="regex", conditions_0_value="(a"), "conditions-0-value", "This pattern cannot be used (missing ): (a): see the rule file's notes on RE2."),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="equals", conditions_0_value="[" * 5000), "conditions-0-value", 'This starts like JSON but is not JSON: correct it, or write the text in quotes, such as "[draft]".'),
+    (form(scopes="view", conditions_0_claim="c", conditions_0_operator="one_of", conditions_0_value='["a", "b"'), "conditions-0-value", "Write the values the claim may have, " + LIST),
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("fields", "field", "toml"), FIELD_ERRORS)
-def test_every_error_lands_on_its_field_with_the_files_message(
-    fields: Form, field: str, toml: str | None
+@pytest.mark.parametrize(("fields", "field", "sentence"), FIELD_ERRORS)
+def test_every_error_is_a_sentence_for_the_owner_on_its_field(
+    fields: Form, field: str, sentence: str
 ) -> None:
     with pytest.raises(RuleFormError) as raised:
         rule_from_form("alice", RS_ID, fields)
-    assert list(raised.value.errors) == [field]
-    if toml is not None:
-        with pytest.raises(PolicyError) as in_file:
-            parse_rules(
-                '[[rules]]\nid = "r"\nowner = "alice"\n'
-                + toml.replace("[[conditions]]", "[[rules.conditions]]")
-            )
-        [line] = in_file.value.errors
-        # "rules[0].conditions[0].one_of: must be ..." -> "must be ...", as the form says it.
-        assert re.sub(r"^rules\[0\][^:]*: ", "", line) == raised.value.errors[field]
+    assert raised.value.errors == {field: sentence}
+
+
+def test_a_lookaround_pattern_says_why_it_cannot_be_used() -> None:
+    fields = form(scopes="view", conditions_0_claim="c", conditions_0_operator="regex", conditions_0_value="(?=a)b")  # fmt: skip
+    with pytest.raises(RuleFormError) as raised:
+        rule_from_form("alice", RS_ID, fields)
+    said = raised.value.errors["conditions-0-value"]
+    assert said.startswith("This pattern cannot be used (") and "must be" not in said
 
 
 def test_errors_of_several_rows_land_on_their_rows() -> None:
@@ -230,11 +234,11 @@ def test_errors_of_several_rows_land_on_their_rows() -> None:
     with pytest.raises(RuleFormError) as raised:
         rule_from_form("alice", RS_ID, fields)
     assert raised.value.errors == {
-        "coverage_type": "must be a non-empty array of non-empty strings",
-        "conditions-2-value": "must be a non-empty string",
-        "conditions-5-value": "must be a non-empty array of JSON values",
+        "coverage_type": "Write the type of the resource sets the rule covers.",
+        "conditions-2-value": "Write the text the claim must start with.",
+        "conditions-5-value": "Write the values the claim may have, " + LIST,
     }
-    assert "conditions-2-value: must be a non-empty string" in str(raised.value)
+    assert "conditions-2-value: Write the text" in str(raised.value)
 
 
 ROUND_TRIPS = [

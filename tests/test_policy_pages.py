@@ -320,8 +320,15 @@ def test_explain_says_what_policy_explain_says(
     page = alice.post(page_of(flow) + "/explain", data=form)
     assert page.status_code == 200
     summary, reasons = explained(page)
-    assert summary == said["summary"]
-    assert reasons == [verdict["reasons"] for verdict in said["explanation"]]
+    # The same words, the rule named by its title instead of its id.
+    assert summary == said["summary"].replace("'doctors'", "“Doctors <b>only</b>”")
+    assert "'doctors'" not in summary
+    # The same reasons, a list of names said as words (the rules here accept one type each).
+    assert reasons == [
+        [reason.replace("['", "").replace("']", "") for reason in verdict["reasons"]]
+        for verdict in said["explanation"]
+    ]
+    assert not any("['" in reason for verdict in reasons for reason in verdict)
     assert f"Decision: {said['decision'].replace('_', ' ')}" in text_of(page)
     # The form keeps what was typed.
     assert str(escape(json.dumps(claims))) in page.text
@@ -330,10 +337,14 @@ def test_explain_says_what_policy_explain_says(
 @pytest.mark.parametrize(
     ("form", "field", "message"),
     [
-        ({"client": "nobody"}, "client", "There is no client 'nobody'."),
-        ({"claims": "[{"}, "claims", "The claims is not JSON"),
-        ({"claims": '{"a": 1}'}, "claims", "The claims must be a JSON array"),
-        ({"claims": json.dumps([{"type": "urn:other", "value": {}}])}, "claims", "may not push"),
+        ({"client": "nobody"}, "client", "Choose an app from the list."),
+        ({"claims": "[{"}, "claims", "Write the claims as a JSON list of claim objects, such as"),
+        ({"claims": '{"a": 1}'}, "claims", "Write the claims as a JSON list of claim objects"),
+        (
+            {"claims": json.dumps([{"type": "urn:other", "value": {}}])},
+            "claims",
+            "Claim 1: this app may not send claims of type 'urn:other'.",
+        ),
         ({"scopes": None}, "scopes", "Choose at least one scope."),
     ],
 )

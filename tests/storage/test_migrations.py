@@ -874,10 +874,14 @@ RELEASED_STEPS = {
     "0010_the_indexes_postgresql_has.sqlite.sql": "66ace49c6b84fda0b311a292a1136682e099eef6c2bf5ab06c3555738030867e",
     "0011_uma_2.sqlite.sql": "85737c732ea18d496e32a3204a72aaa70e3c2bd5afcb2ca98f4ef7f3c703bf27",
     "0012_signing_keys.sqlite.sql": "739ee2c2bffd1ebdf18cebf929db47059730f55326ccaafb27adcd73bda13336",
+    "0013_shares.sqlite.sql": "397ef3cd99b2f2b5bd1f991cecd31a0502084dcb6b7449ea7f2dc6757fb50907",
+    "0014_events.sqlite.sql": "c8a204ec2c00c247818f850bdc19ace61d9e8c4f4964c2a465c3af316ab42b93",
     "0008_fetched_content.postgresql.sql": "d6d285574296b8d2a13e31c626d0e852533e04a5df8aed523b097b08937aded8",
     "0009_access_tokens_indexed_only_by_what_they_have.postgresql.sql": "5d70e2508d0704a563a339e0f737c8f13378051010c5b5b3fd11f63c6ccc68a8",
     "0011_uma_2.postgresql.sql": "e365644c90382e3d4f6fd68fb54643c570fb080cc0adf27385b9ee6cc2039df4",
     "0012_signing_keys.postgresql.sql": "cb0778ca6fecd8b20ca665379776838ba57786b50cec60bd1f3d50536b5cfef5",
+    "0013_shares.postgresql.sql": "af7ebcbd6bf27c7d583a1aa03246ee2b43a1165c3e94babe6cd321e4d520bbed",
+    "0014_events.postgresql.sql": "c0d4545722a1d83ea5341254b174808a6492ff05e8e6dceee8793fa99e51d26b",
 }
 
 

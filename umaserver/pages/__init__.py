@@ -27,7 +27,7 @@ from __future__ import annotations
 from flask import Blueprint, Flask, Response
 
 from .. import error_responses
-from . import csrf, sessions
+from . import csrf, navigation, sessions
 from .errors import render_error
 from .rendering import PAGE_BLUEPRINTS, is_page_request, page_style, render, secure
 from .views import bp
@@ -51,6 +51,7 @@ def init_app(app: Flask) -> None:
             "page_style": page_style(),
         }
     )
+    app.context_processor(navigation.context)
     app.after_request(_page_answer)
     error_responses.render_pages_with(app, render_error)
 

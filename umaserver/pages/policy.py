@@ -36,8 +36,8 @@ from flask import Blueprint, abort, redirect, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from .. import strict_json
-from ..policy.rule_file import OPERATORS
-from ..policy.rules import ResourceSetRef, Rule
+from ..policy.rule_file import OPERATORS, OWNER_RULE_PREFIX
+from ..policy.rules import Condition, ResourceSetRef, Rule
 from ..runtime import runtime
 from ..services import (
     explain,
@@ -45,6 +45,7 @@ from ..services import (
     owner_permissions,
     owner_rule_form,
     owner_rules,
+    rule_sentences,
     shares,
 )
 from ..storage.per_request import storage
@@ -52,6 +53,7 @@ from ..storage.records import ResourceSet, User
 from . import csrf, sessions
 from . import invitations as invitation_pages
 from .rendering import render
+from .untrusted import scope_view
 
 bp = Blueprint("policy", __name__, template_folder="templates")
 log = logging.getLogger("umaserver.policy")
@@ -126,6 +128,7 @@ class ConditionView:
     test: str  # "contains 'doctor'"
     sources: str
     hint: str | None
+    said: str = ""  # "employee claims say their role contains 'doctor'"
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,20 @@ class RuleView:
     # empty: any client.
     clients: tuple[str, ...] = ()
     name: str | None = None  # a rule made through Keycloak's policy API has one
+    # The rule as a sentence: "People whose employee claims say their role contains 'doctor' may
+    # view and print."
+    sentence: str = ""
+
+    @property
+    def title(self) -> str:
+        """Its name or description; an id the server generated is never a title."""
+        return self.name or self.description or _untitled(self.id)
+
+
+def _untitled(rule_id: str) -> str:
+    if rule_id.startswith(OWNER_RULE_PREFIX):
+        return "A rule of yours without a description"
+    return rule_id
 
 
 def _client_label(client_id: str) -> str:
@@ -146,18 +163,76 @@ def _client_label(client_id: str) -> str:
     return f"{client.name} ({client_id})" if client is not None and client.name else client_id
 
 
-def _rule_view(rule: Rule, name: str | None = None) -> RuleView:
+def _client_name(client_id: str) -> str:
+    client = storage().get_client(client_id)
+    return client.name if client is not None and client.name else client_id
+
+
+def _scope_name(scope: str) -> str:
+    return scope_view(scope).name or scope
+
+
+def _sources(condition: Condition) -> str:
+    """Which claims a condition reads: "claims of type urn:a or urn:b, vouched for by
+    https://idp"; "any claim type, any issuer"."""
+    types = condition.types
+    issuers = condition.issuers
+    said = (
+        "claims of type " + rule_sentences.words(sorted(types), "or")
+        if types is not None
+        else "any claim type"
+    )
+    said += ", vouched for by " + rule_sentences.words(sorted(issuers), "or") if issuers else ""
+    return said if issuers else said + ", any issuer"
+
+
+def _rule_view(rule: Rule, name: str | None = None, set_id: str | None = None) -> RuleView:
     return RuleView(
         id=rule.id,
         description=rule.description,
         scopes=rule.scopes,
         coverage=rule.resource_sets.description,
         conditions=tuple(
-            ConditionView(c.claim, c.description, c.sources(), c.hint) for c in rule.conditions
+            ConditionView(
+                c.claim,
+                c.description,
+                _sources(c),
+                c.hint,
+                f"{rule_sentences.source_phrase(c)}: {rule_sentences.condition_clause(c)}",
+            )
+            for c in rule.conditions
         ),
         clients=tuple(_client_label(client_id) for client_id in sorted(rule.clients or ())),
         name=name,
+        sentence=rule_sentences.rule_sentence(
+            rule, set_id=set_id, scope_label=_scope_name, client_label=_client_name
+        ),
     )
+
+
+@dataclass(frozen=True)
+class AppChoice:
+    """An app the explain form offers, by its name as registered (its id when names repeat)."""
+
+    client_id: str
+    label: str
+
+
+MAX_APPS = 500  # the explain form's list; more are left out (by name)
+
+
+def _app_choices() -> list[AppChoice]:
+    clients = sorted(storage().list_clients(), key=lambda c: (c.name.casefold(), c.client_id))
+    names = [client.name for client in clients]
+    return [
+        AppChoice(
+            c.client_id,
+            c.name
+            if c.name and names.count(c.name) == 1
+            else f"{c.name or 'An app'} ({c.client_id})",
+        )
+        for c in clients[:MAX_APPS]
+    ]
 
 
 class RuleForm:
@@ -195,6 +270,16 @@ class RuleForm:
         """The set's scopes, and any others the rule grants (a rule covering more sets)."""
         return list(dict.fromkeys([*registered, *self.values("scopes")]))
 
+    def app_choices(self, apps: Sequence[AppChoice]) -> list[AppChoice]:
+        """The apps to offer by name, and any the rule names that are not among them (a client
+        since deleted, or one beyond the list's length) by id."""
+        known = {app.client_id for app in apps}
+        chosen = list(dict.fromkeys(" ".join(self.values("clients")).split()))
+        return [*apps, *(AppChoice(c, c) for c in chosen if c not in known)]
+
+    def chose_app(self, client_id: str) -> bool:
+        return client_id in " ".join(self.values("clients")).split()
+
     @property
     def can_add_row(self) -> bool:
         return len(self.rows) < MAX_ROWS
@@ -211,6 +296,8 @@ def _rule_fields() -> dict[str, list[str]]:
 @dataclass(frozen=True)
 class ExplainForm:
     client: str = ""
+    # The person asking, by username ("" : nobody signed in behind the app).
+    party: str = ""
     scopes: tuple[str, ...] = ()
     claims: str = "[]"
     errors: Mapping[str, str] | None = None
@@ -274,17 +361,21 @@ def _render_set(
     description = resource_set.description
     ref = _ref(resource_set)
     file_rules = [
-        _rule_view(rule)
+        _rule_view(rule, set_id=resource_set.id)
         for rule in runtime().policies.rules.rules_for(user.username)
         if rule.resource_sets.covers(ref)
     ]
     shared = _share_views(user, resource_set)
     share_ids = {view.rule_id for view in shared}
     own = [
-        _rule_view(found.rule, found.name)
+        _rule_view(found.rule, found.name, resource_set.id)
         for found in owner_rules.owner_rules(store, user.username)
         if found.rule.resource_sets.covers(ref) and found.rule.id not in share_ids
     ]
+    # How the explanation names each rule: by its title, a share by its person.
+    titles = {view.id: (view.title, "the operator's") for view in file_rules}
+    titles.update({view.id: (view.title, "yours") for view in own})
+    titles.update({view.rule_id: (f"Your share with {view.recipient}", "") for view in shared})
     granted = owner_permissions.granted_on(store, resource_set.id, now, _reference_key())
     scopes = [str(scope) for scope in description.get("scopes", [])]
     return render(
@@ -302,9 +393,12 @@ def _render_set(
         own_rules=own,
         editing=_editing(),
         rule_form=rule_form or RuleForm.empty(),
+        rule_form_open=rule_form is not None,
         permissions=[(g, _when(g.expires_at)) for g in granted],
         explain_form=explain_form or ExplainForm(scopes=tuple(scopes[:1])),
         explained=explained,
+        rule_titles=titles,
+        apps=_app_choices(),
         action=f"/policy/resource_set/{resource_set.id}",
     )
 
@@ -392,7 +486,9 @@ def _render_edit(
         name=resource_set.label,
         scopes=[str(scope) for scope in resource_set.description.get("scopes", [])],
         rule_id=rule_id,
+        rule_title=_own_rule(user, rule_id).name or form.value("description") or None,
         rule_form=form,
+        apps=_app_choices(),
         action=f"/policy/resource_set/{resource_set.id}/rules/{rule_id}",
     )
 
@@ -539,6 +635,70 @@ def revoke_permission(rs_id: str) -> BaseResponse:
 ONE_CLAIM = ("claim_type", "claim_name", "claim_value")
 
 
+CLAIMS_EXAMPLE = '[{"type": "urn:example:team", "value": {"team": "radiology"}}]'
+_CLAIM_AT = re.compile(r"claims\[(\d+)\]: (.*)", re.DOTALL)
+
+
+def _explain_sentence(refused: explain.ExplainRefused) -> str:
+    """What `services.explain` refused, said for the owner next to its field."""
+    said = refused.description
+    if refused.field != "claims":
+        return said
+    if said.startswith(("The claims is not JSON", "The claims must be a JSON array")):
+        return f"Write the claims as a JSON list of claim objects, such as {CLAIMS_EXAMPLE}."
+    found = _CLAIM_AT.fullmatch(said)
+    if found is None:
+        return said
+    number, rest = int(found.group(1)) + 1, found.group(2)
+    rest = rest.replace("this client may not push", "this app may not send")
+    return f"Claim {number}: {rest}" + ("" if rest.endswith(".") else ".")
+
+
+def _rule_titles(user: User, resource_set: ResourceSet) -> dict[str, str]:
+    """The title of each rule that may decide on the set, by id: a share by its person."""
+    titles = {
+        rule.id: rule.description or rule.id
+        for rule in runtime().policies.rules.rules_for(user.username)
+    }
+    for found in owner_rules.owner_rules(storage(), user.username):
+        titles[found.rule.id] = found.name or found.rule.description or "a rule of yours"
+    for view in _share_views(user, resource_set):
+        titles[view.rule_id] = f"your share with {view.recipient}"
+    return titles
+
+
+_QUOTED = r"(?:'[^'\n]*'|\"[^\"\n]*\")"
+_LISTED = re.compile(rf"\[({_QUOTED}(?:, {_QUOTED})*)\]")
+
+
+def _said(text: str, titles: Mapping[str, str]) -> str:
+    """A decision's summary or reason as the page says it: rules by title, and a list of names
+    as words ("accepted types ['urn:a', 'urn:b']" -> "accepted types urn:a or urn:b")."""
+    listed = _LISTED.sub(
+        lambda found: rule_sentences.words(
+            [item[1:-1] for item in re.findall(_QUOTED, found.group(1))], "or"
+        ),
+        text,
+    )
+    return _titled(listed, titles)
+
+
+def _titled(text: str, titles: Mapping[str, str]) -> str:
+    """`text` (a decision's summary) with each rule's quoted id ('o-GtQ...') as its title."""
+    return re.sub(
+        r"([Rr]ules? )('[^']*'(?:(?:, | and )'[^']*')*)",
+        lambda found: (
+            found.group(1)
+            + re.sub(
+                r"'([^']*)'",
+                lambda quoted: "“" + titles.get(quoted.group(1), quoted.group(1)) + "”",
+                found.group(2),
+            )
+        ),
+        text,
+    )
+
+
 def _one_claim(one: Mapping[str, str]) -> list[dict[str, Any]]:
     """The claim given field by field, as a claim object; none when no name was given. The value
     is taken as JSON when it is JSON (`42`, `true`, `["a"]`), else as the text."""
@@ -558,20 +718,28 @@ def explain_decision(rs_id: str) -> BaseResponse:
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
     client = request.form.get("client", "").strip()
-    scopes = tuple(request.form.getlist("scopes"))
+    party_name = request.form.get("as", "").strip()
+    scopes = tuple(scope for scope in request.form.getlist("scopes") if scope)
     claims_text = request.form.get("claims", "").strip() or "[]"
     one = {name: request.form.get(name, "").strip() for name in ONE_CLAIM}
     errors: dict[str, str] = {}
     if one["claim_name"] and not one["claim_type"]:
-        errors["claim_type"] = "Give the type of the claim (the type of its claim object)."
+        errors["claim_type"] = "Write the type of the claim, as its claim object gives it."
     if any(len(value) > MAX_CLAIMS_TEXT for value in one.values()):
-        errors["claim_type"] = f"A field is longer than {MAX_CLAIMS_TEXT} characters."
-    if len(client) > MAX_ID:
-        errors["client"] = "This is no client_id of this server."
+        errors["claim_type"] = f"Keep each field under {MAX_CLAIMS_TEXT:,} characters."
+    if len(client) > MAX_ID or (client and storage().get_client(client) is None):
+        errors["client"] = "Choose an app from the list."
+    party = None
+    if len(party_name) > MAX_NAME:
+        errors["as"] = "There is no one here with a name that long."
+    elif party_name:
+        party = storage().get_user_by_username(party_name)
+        if party is None:
+            errors["as"] = "There is no one with this username here: check the spelling."
     if not scopes:
         errors["scopes"] = "Choose at least one scope."
     if len(claims_text) > MAX_CLAIMS_TEXT:
-        errors["claims"] = f"The claims are longer than {MAX_CLAIMS_TEXT} characters."
+        errors["claims"] = f"Keep the claims under {MAX_CLAIMS_TEXT:,} characters."
     explained = None
     if not errors:
         try:
@@ -585,11 +753,23 @@ def explain_decision(rs_id: str) -> BaseResponse:
                 scopes=scopes,
                 objects=[*explain.claim_objects(claims_text), *_one_claim(one)],
                 client_id=client or None,
-                party=None,
+                party=party,
                 now=runtime().clock.now(),
             )
         except explain.ExplainRefused as refused:
-            errors[refused.field] = refused.description
+            errors[refused.field] = _explain_sentence(refused)
+    if explained is not None:
+        titles = _rule_titles(user, resource_set)
+        explained["summary"] = _said(explained["summary"], titles)
+        for verdict in explained["explanation"]:
+            verdict["reasons"] = [_said(reason, titles) for reason in verdict["reasons"]]
     status = 400 if errors else 200
-    form = ExplainForm(client, scopes, claims_text, errors, **one)
+    form = ExplainForm(
+        client=client,
+        party=party_name,
+        scopes=scopes,
+        claims=claims_text,
+        errors=errors,
+        **one,
+    )
     return _render_set(user, resource_set, status=status, explain_form=form, explained=explained)

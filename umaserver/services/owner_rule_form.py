@@ -6,7 +6,8 @@ The form (`rule_from_form`), without JavaScript; field names:
 - `coverage`: `this` (the resource set of the page; the default), `all` (every set of the owner) or
   `type`, with `coverage_type`: the resource set type.
 - `scopes`: the scopes granted (repeated field, at least one; empty values are left out).
-- `clients`: the client ids the rule holds for (space-separated; empty for any client).
+- `clients`: the client ids the rule holds for (repeated: one checkbox per app; each value may
+  hold several ids, space-separated; none for any client).
 - condition rows, N = 0, 1, ...: `conditions-N-claim`, `conditions-N-operator` (one of
   `policy.rule_file.OPERATORS`), `conditions-N-value`, `conditions-N-types` and
   `conditions-N-issuers` (space-separated; empty for any), `conditions-N-hint`. A row whose claim
@@ -19,8 +20,12 @@ must be JSON; `prefix`, `suffix` and `regex` take the text as it is;
 `exists` ignores it. Names (scopes, claims, types, issuers, the set type) and the hint and
 description are stripped of surrounding spaces; values are not.
 
-Every error lands on the field it concerns (`RuleFormError.errors`), with the message the rule
-file's reader gives for the same mistake; `""` for the form as a whole.
+Every error lands on the field it concerns (`RuleFormError.errors`), `""` for the form as a
+whole: the rule file's reader finds the mistakes, and each is said as a sentence for the owner
+(`owner_sentence`: "Choose at least one scope.", "Write the value the claim must have."), never
+as the reader's words for a file ("must be a non-empty array of non-empty strings"). A value left
+empty for a test that compares (equals, contains, one of, contains any) is a mistake too: `""`
+(two quotes) is the empty text.
 """
 
 from __future__ import annotations
@@ -68,7 +73,7 @@ def rule_from_form(
     description = one("description")
     if description:
         table["description"] = description
-    clients = list(dict.fromkeys(one("clients").split()))
+    clients = list(dict.fromkeys(c for value in form.get("clients", ()) for c in value.split()))
     if clients:
         table["clients"] = clients
     coverage = one("coverage") or "this"
@@ -81,6 +86,7 @@ def rule_from_form(
 
     conditions: list[dict[str, Any]] = []
     rows: list[int] = []  # the form's row of each condition
+    operators: dict[str, str] = {}  # "conditions-N-" -> its operator
     for row in _condition_rows(form):
         field = f"conditions-{row}-"
         claim = one(field + "claim")
@@ -89,12 +95,15 @@ def rule_from_form(
         entry: dict[str, Any] = {"claim": claim}
         operator = one(field + "operator")
         if operator in OPERATORS:
+            operators[field] = operator
             text = one(field + "value", strip=False)
             try:
                 entry[operator] = _operand(operator, text)
             except ValueError as error:
                 errors.setdefault(field + "value", str(error))
                 entry[operator] = text  # so that the reader does not miss the operator too
+            if operator in _COMPARING and not text.strip():
+                errors.setdefault(field + "value", EMPTY)
         elif operator:
             # What the file's reader says of a key that is no operator, without letting the
             # name stand for one of the condition's other keys.
@@ -117,10 +126,70 @@ def rule_from_form(
         for line in error.errors:
             name, message = _field_of(line, rows)
             errors.setdefault(name, message)
-        raise RuleFormError(errors) from None
+        raise RuleFormError(_for_owner(errors, operators)) from None
     if errors:
-        raise RuleFormError(errors)
+        raise RuleFormError(_for_owner(errors, operators))
     return rule
+
+
+# What the form's own checks say before they are put for the owner.
+EMPTY = "empty"
+_COMPARING = ("equals", "contains", "one_of", "contains_any")
+_LISTED = ("one_of", "contains_any")
+_LIST_EXAMPLE = 'such as ["doctor", "nurse"]'
+
+
+def _for_owner(errors: Mapping[str, str], operators: Mapping[str, str]) -> dict[str, str]:
+    return {
+        name: owner_sentence(name, message, operators.get(name.rpartition("-")[0] + "-"))
+        for name, message in errors.items()
+    }
+
+
+def owner_sentence(field: str, message: str, operator: str | None = None) -> str:
+    """The reader's `message` about the form's `field` (with the row's `operator`, when it has
+    one) as a sentence for an owner."""
+    if message == "given more than once":
+        return "This field was sent more than once: reload the page and fill in the form again."
+    if field == "scopes":
+        return "Choose at least one scope."
+    if field == "coverage":
+        return "Choose which of your resource sets the rule covers."
+    if field == "coverage_type":
+        return "Write the type of the resource sets the rule covers."
+    if field.endswith("-claim"):
+        return "Write the name of the claim."
+    if field.endswith("-operator"):
+        if message.startswith("unknown operator"):
+            return "Choose a test from the list."
+        return "Choose a test."
+    if field.endswith("-value"):
+        return _value_sentence(message, operator)
+    return message[:1].upper() + message[1:] + ("" if message.endswith(".") else ".")
+
+
+def _value_sentence(message: str, operator: str | None) -> str:
+    if operator in _LISTED:
+        if operator == "contains_any":
+            return f"Write the values, one of which the claim must hold, as a JSON list {_LIST_EXAMPLE}."
+        return f"Write the values the claim may have, as a JSON list {_LIST_EXAMPLE}."
+    if message.startswith("not JSON"):
+        return (
+            "This starts like JSON but is not JSON: correct it, or write the text in quotes,"
+            ' such as "[draft]".'
+        )
+    if operator in ("equals", "contains"):
+        return 'Write the value the claim must have ("" for empty text).'
+    if operator == "prefix":
+        return "Write the text the claim must start with."
+    if operator == "suffix":
+        return "Write the text the claim must end with."
+    if operator == "regex":
+        reason = message.partition("invalid RE2 pattern: ")[2]
+        if reason:
+            return f"This pattern cannot be used ({reason}): see the rule file's notes on RE2."
+        return "Write the pattern the claim must match."
+    return f"This value cannot be used: {message}."
 
 
 def form_from_rule(rule: Rule, resource_set_id: str) -> dict[str, list[str]]:
@@ -145,7 +214,7 @@ def form_from_rule(rule: Rule, resource_set_id: str) -> dict[str, list[str]]:
         "coverage": [coverage],
         "coverage_type": [coverage_type],
         "scopes": list(rule.scopes),
-        "clients": [" ".join(sorted(rule.clients or ()))],
+        "clients": sorted(rule.clients or ()),
     }
     for row, condition in enumerate(rule.conditions):
         field = f"conditions-{row}-"
@@ -185,6 +254,8 @@ def _value_text(operator: str, operand: Any) -> str:
     other JSON (`42`, `"x"`) or starts like an array or object, then quoted."""
     if operator == "exists":
         return ""
+    if operand == "":
+        return '""'  # an empty value is a mistake on the form
     if isinstance(operand, str):
         if operator in ("prefix", "suffix", "regex"):
             return operand
