@@ -16,7 +16,7 @@ from umaserver import create_app
 from umaserver.config import Config, MaintenanceSettings
 from umaserver.services.maintenance import BATCH, EXPIRED_MEMORY, Pruned, PruneJob, prune
 from umaserver.storage import Storage, open_storage
-from umaserver.storage.records import AccessRequest, AccessToken, Pct
+from umaserver.storage.records import AccessRequest, AccessToken, Invitation, Pct, Share
 
 from .conftest import FakeClock, Party, Store, make_party, open_store
 from .flows import wait_until
@@ -120,6 +120,27 @@ def test_expired_pcts_are_forgotten(handle: Storage) -> None:
         handle.add_pct(Pct(digest, client.client_id, "client:x", None, T - 2 * DAY, expires_at), [])
     assert prune(handle, T) == Pruned(pcts=1)
     assert handle.get_pct("pct-expired") is None and handle.get_pct("pct-kept") is not None
+
+
+def test_invitations_expired_or_used_more_than_a_day_ago_are_forgotten(handle: Storage) -> None:
+    alice, carol = make_user(handle), make_user(handle)
+    cases = {
+        "expired": (T - DAY - 1, None),
+        "kept": (T - DAY, None),
+        "used": (T + HOUR, T - DAY - 1),
+    }
+    for name, (expires_at, used_at) in cases.items():
+        rule = {"id": name, "owner": alice.username, "scopes": ["view"]}
+        assert handle.add_owner_rule(name, alice.sub, rule, T - 9 * DAY)
+        share = Share(name, alice.sub, "rs", "c@x.test", "email", ("view",), None, T - 9 * DAY)
+        assert handle.add_share(share)
+        made = Invitation(f"i-{name}", name, alice.sub, "c@x.test", T - 9 * DAY, expires_at)
+        assert handle.add_invitation(made)
+        if used_at is not None:
+            assert handle.use_invitation(made.digest, carol.sub, used_at)
+    assert prune(handle, T) == Pruned(invitations=2)
+    assert [i.rule_id for i in handle.invitations_of(alice.sub)] == ["kept"]
+    assert handle.get_share(alice.sub, "expired") is not None  # the share stays
 
 
 def test_an_access_token_stays_while_an_rpt_under_it_is_kept(handle: Storage) -> None:

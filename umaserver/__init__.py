@@ -43,6 +43,7 @@ from .pages import (
     claims_interaction,
     external_signin,
     history,
+    invitations,
     policy,
     requests,
     rqp_claims,
@@ -175,6 +176,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     pages.register(app, history.bp)
     # The owner's requests for access (asked with submit_request).
     pages.register(app, requests.bp)
+    # Invitations to shares by e-mail: the invited person's page, the owner's buttons.
+    pages.register(app, invitations.bp)
     # The requesting party claims endpoint, and signing in at external OpenID Connect providers
     # for it (this server their relying party).
     pages.register(app, rqp_claims.bp)

@@ -15,7 +15,7 @@ from typing import TypeVar
 import pytest
 
 from umaserver.storage import Storage
-from umaserver.storage.records import Client, User
+from umaserver.storage.records import Client, Invitation, Share, User
 
 from .builders import (
     T,
@@ -91,6 +91,22 @@ def test_of_racers_using_one_refresh_token_exactly_one_does(store_factory: Store
     results = race(store_factory, lambda handle, _: handle.use_refresh_token(token.digest, T))
     assert results.count(True) == 1
     assert store.get_refresh_token(token.digest) == replace(token, used=True)
+
+
+def test_of_racers_accepting_one_invitation_exactly_one_does(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    alice = make_user(store)
+    racers = [make_user(store) for _ in range(RACERS)]
+    rule = {"id": "o-inv", "owner": alice.username, "scopes": ["view"]}
+    assert store.add_owner_rule("o-inv", alice.sub, rule, T)
+    assert store.add_share(
+        Share("o-inv", alice.sub, "rs-1", "c@x.test", "email", ("view",), None, T)
+    )
+    assert store.add_invitation(Invitation("inv", "o-inv", alice.sub, "c@x.test", T, T + 60))
+    results = race(store_factory, lambda h, racer: h.use_invitation("inv", racers[racer].sub, T))
+    [winner] = [found for found in results if found is not None]
+    assert winner.used_by in {user.sub for user in racers}
+    assert store.get_invitation("inv") == winner
 
 
 def test_of_racers_consuming_and_finishing_one_ticket_exactly_one_does(

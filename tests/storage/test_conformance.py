@@ -22,6 +22,7 @@ from umaserver.storage.records import (
     Event,
     FetchedImage,
     InitialAccessToken,
+    Invitation,
     OwnedResourceSet,
     Pct,
     Permission,
@@ -1375,6 +1376,14 @@ def test_setting_a_password_hash(store: Storage) -> None:
     assert store.set_password_hash("no-such-sub", "x") is False
 
 
+def test_setting_a_users_claims(store: Storage) -> None:
+    user = make_user(store, roles=["a"])
+    claims = {"roles": ["a"], "email": "Carol@Example.org", "email_verified": True}
+    assert store.set_user_claims(user.sub, claims) is True
+    assert store.get_user(user.sub) == replace(user, claims=claims)
+    assert store.set_user_claims("no-such-sub", {}) is False
+
+
 def test_deleting_a_user_takes_their_sessions_and_tokens(store: Storage) -> None:
     user, other = make_user(store), make_user(store)
     token, others_token = make_token(store, user=user), make_token(store, user=other)
@@ -1590,6 +1599,132 @@ def test_shares_are_listed_oldest_first_by_set_and_go_with_their_rule(store: Sto
     assert store.count_shares(alice.sub) == 2
     assert store.delete_user(alice.sub) is True
     assert store.count_shares(alice.sub) == 0
+
+
+def test_a_share_is_reassigned_to_the_account_that_accepted_it(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    assert store.add_owner_rule("o-r", alice.sub, owner_rule("o-r", alice.username), T)
+    share = share_of(alice, "o-r", recipient="carol@example.org", kind="email")
+    assert store.add_share(share)
+    assert store.reassign_share(bob.sub, "o-r", "carol", "user") is False  # not bob's
+    assert store.reassign_share(alice.sub, "o-none", "carol", "user") is False
+    assert store.reassign_share(alice.sub, "o-r", "carol", "user") is True
+    assert store.get_share(alice.sub, "o-r") == replace(share, recipient="carol", kind="user")
+
+
+# -- invitations -----------------------------------------------------------------------------------
+
+
+def invitation_to(owner: User, rule_id: str, **more: Any) -> Invitation:
+    fields: dict[str, Any] = {
+        "digest": f"digest-of-{rule_id}",
+        "rule_id": rule_id,
+        "owner": owner.sub,
+        "address": "Carol@Example.org",
+        "created_at": T,
+        "expires_at": T + HOUR,
+        **more,
+    }
+    return Invitation(**fields)
+
+
+def email_share(store: Storage, owner: User, rule_id: str, kind: str = "email") -> None:
+    assert store.add_owner_rule(rule_id, owner.sub, owner_rule(rule_id, owner.username), T)
+    assert store.add_share(share_of(owner, rule_id, recipient="Carol@Example.org", kind=kind))
+
+
+def test_an_invitation_belongs_to_one_share_by_email_of_its_owner(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    email_share(store, alice, "o-i")
+    email_share(store, alice, "o-u", kind="user")
+    assert store.add_invitation(invitation_to(bob, "o-i")) is False  # not bob's share
+    assert store.add_invitation(invitation_to(alice, "o-none")) is False  # no such share
+    assert store.add_invitation(invitation_to(alice, "o-u")) is False  # a share with a user
+    invitation = invitation_to(alice, "o-i")
+    assert store.add_invitation(invitation) is True
+    assert store.add_invitation(invitation_to(alice, "o-i", digest="other")) is False  # one
+    assert store.get_invitation("digest-of-o-i") == invitation
+    assert store.get_invitation("other") is None
+    assert store.invitations_of(alice.sub) == [invitation]
+    assert store.invitations_of(bob.sub) == []
+
+
+def test_invitations_are_listed_oldest_first_and_go_with_their_share(store: Storage) -> None:
+    alice = make_user(store)
+    for rule_id, moment in (("o-b", T + 5), ("o-a", T + 5), ("o-c", T)):
+        email_share(store, alice, rule_id)
+        assert store.add_invitation(invitation_to(alice, rule_id, created_at=moment))
+    assert [i.rule_id for i in store.invitations_of(alice.sub)] == ["o-c", "o-a", "o-b"]
+    assert store.delete_owner_rule(alice.sub, "o-a") is True  # stop sharing
+    assert store.get_invitation("digest-of-o-a") is None
+    assert store.delete_user(alice.sub) is True
+    assert store.invitations_of(alice.sub) == []
+
+
+def test_a_new_link_replaces_the_digest_of_an_unused_invitation_only(store: Storage) -> None:
+    alice, carol = make_user(store), make_user(store)
+    email_share(store, alice, "o-n")
+    assert store.add_invitation(invitation_to(alice, "o-n"))
+    assert store.replace_invitation(alice.sub, "o-n", "new", T + 10, T + 99) is True
+    assert store.get_invitation("digest-of-o-n") is None
+    assert store.get_invitation("new") == invitation_to(
+        alice, "o-n", digest="new", created_at=T + 10, expires_at=T + 99
+    )
+    assert store.replace_invitation(carol.sub, "o-n", "x", T, T + 99) is False
+    assert store.use_invitation("new", carol.sub, T + 20) is not None
+    assert store.replace_invitation(alice.sub, "o-n", "newer", T + 30, T + 99) is False
+    assert store.delete_invitation(alice.sub, "o-n") is False  # used: kept until pruned
+    assert store.get_invitation("new") is not None
+
+
+def test_cancelling_deletes_an_unused_invitation(store: Storage) -> None:
+    alice, bob = make_user(store), make_user(store)
+    email_share(store, alice, "o-x")
+    assert store.add_invitation(invitation_to(alice, "o-x"))
+    assert store.delete_invitation(bob.sub, "o-x") is False
+    assert store.delete_invitation(alice.sub, "o-x") is True
+    assert store.get_invitation("digest-of-o-x") is None
+    assert store.delete_invitation(alice.sub, "o-x") is False
+    assert store.get_share(alice.sub, "o-x") is not None  # the share stays
+
+
+@pytest.mark.parametrize(
+    ("used", "now", "expected"),
+    [(False, T + HOUR - 1, True), (False, T + HOUR, False), (True, T, False)],
+    ids=["usable", "expired", "used"],
+)
+def test_an_invitation_is_used_once_while_unexpired(
+    store: Storage, used: bool, now: int, expected: bool
+) -> None:
+    alice, carol, dave = make_user(store), make_user(store), make_user(store)
+    email_share(store, alice, "o-o")
+    assert store.add_invitation(invitation_to(alice, "o-o"))
+    if used:
+        assert store.use_invitation("digest-of-o-o", dave.sub, T) is not None
+    got = store.use_invitation("digest-of-o-o", carol.sub, now)
+    if expected:
+        assert got == invitation_to(alice, "o-o", used_at=now, used_by=carol.sub)
+        assert store.get_invitation("digest-of-o-o") == got
+        assert got.is_usable(now) is False
+    else:
+        assert got is None
+    assert store.use_invitation("unknown", carol.sub, T) is None
+
+
+def test_invitations_expired_or_used_are_forgotten_in_batches(store: Storage) -> None:
+    alice, carol = make_user(store), make_user(store)
+    for n in range(4):
+        email_share(store, alice, f"o-{n}")
+        assert store.add_invitation(invitation_to(alice, f"o-{n}", expires_at=T + n))
+    email_share(store, alice, "o-used")
+    assert store.add_invitation(invitation_to(alice, "o-used", expires_at=T + HOUR))
+    assert store.use_invitation("digest-of-o-used", carol.sub, T)
+    email_share(store, alice, "o-live")
+    assert store.add_invitation(invitation_to(alice, "o-live", expires_at=T + HOUR))
+    assert store.delete_invitations_expired_before(T + 3, 2) == 2
+    assert store.delete_invitations_expired_before(T + 3, 2) == 2  # T+2 and the used one
+    assert store.delete_invitations_expired_before(T + 3, 2) == 0
+    assert [i.rule_id for i in store.invitations_of(alice.sub)] == ["o-3", "o-live"]
 
 
 def test_owner_rules_are_listed_oldest_first_and_every_owners_by_username(store: Storage) -> None:

@@ -38,11 +38,13 @@ from joserfc.jwt import JWTClaimsRegistry
 from umaserver import strict_json
 from umaserver.claims.key_sets import KeySets
 from umaserver.claims.model import (
+    ACCOUNT_CLAIM_TYPE,
     OIDC_TYPE,
     Assertion,
     ClaimsError,
     ClaimsUnavailable,
     VerifiedClaims,
+    email_key,
 )
 from umaserver.claims.oidc_issuers import SUPPORTED_ALGORITHMS, OidcIssuer
 from umaserver.storage.records import Claim
@@ -375,6 +377,24 @@ def oidc_value(
         for name, member in verified.items()
         if name not in TOKEN_BOOKKEEPING_CLAIMS
     )
+    email = verified.get("email")
+    # A share by e-mail holds for this address too (issue 25): the provider's signed word that the
+    # address is its subject's and verified, as an account claim (which no client can push, and
+    # which a share's condition reads), lowercased as account claims are (`email_key`), with the
+    # provider as issuer. `email_verified` must be the JSON true: "true" or a missing member is
+    # no such word.
+    if isinstance(email, str) and email and verified.get("email_verified") is True:
+        claims.append(
+            Claim(
+                type=ACCOUNT_CLAIM_TYPE,
+                name="email",
+                value=email_key(email),
+                issuer=provider,
+                client_id=client_id,
+                gathered_at=now,
+                subject=subject,
+            )
+        )
     jti = verified.get("jti")
     if isinstance(jti, str) and jti:
         token_id = f"jti:{jti}"

@@ -39,13 +39,23 @@ OIDC_TYPE = "claim-client-claims-oidc-1.0"
 SAML_TYPE = "claim-client-assertion-saml-1.0"
 REDIRECT_TYPE = "claim-client-redirect-1.0"
 # Account claims: this server's own word about the person a request's token was issued to
-# (`services.account_claims`). No client pushes them, sends them as a claim token, or is asked for
-# them; they are never gathered by redirect.
+# (`services.account_claims`), and one `email` of a verified ID token that says it is verified
+# (`id_tokens.oidc_value`; issuer: the provider). No client pushes them, sends them as a claim
+# token, or is asked for them; they are never gathered by redirect.
 ACCOUNT_CLAIM_TYPE = "urn:umaserver:claim-type:account"
 ACCOUNT_NOT_PUSHED = (
     f"{ACCOUNT_CLAIM_TYPE} is this server's own word about a person's account: no client pushes"
     " claims of that type"
 )
+
+
+def email_key(address: str) -> str:
+    """An e-mail address as the account claims carry it and shares compare it: the whole address,
+    lowercased. The domain is case-insensitive by RFC 5321; the local part may be case-sensitive
+    by the letter of it, but no provider this server talks to hands out two mailboxes that differ
+    only by case (Keycloak itself stores addresses lowercased), and a person typing "Carol@" for
+    "carol@" must not lose a share."""
+    return address.lower()
 
 
 class Verifiers(Protocol):

@@ -12,8 +12,10 @@
   form's "Add a condition row" button and a refused form render the form again, nothing changed.
 - `POST .../shares` (the Share form: `to`, `scopes`, `until`) and `POST .../shares/<rule_id>/stop`
   (Stop sharing): `services.shares`, each a 303 back to the set's page; a refused Share form is the
-  page again with a sentence next to its field. A share's rule is listed as a share ("bob - view,
-  print - until 28 Nov 2026"), never among the rules to edit or delete.
+  page again with a sentence next to its field; a share by an address that no local user has
+  comes with an invitation, whose link the set's page shows once (`pages.invitations`). A share's
+  rule is listed as a share ("bob - view, print - until 28 Nov 2026"), never among the rules to
+  edit or delete.
 - `POST .../explain`: the set's page with what the decision would be for a client and claims,
   rule by rule (`services.explain`, as `policy explain` says it).
 
@@ -39,6 +41,7 @@ from ..policy.rules import Condition, ResourceSetRef, Rule
 from ..runtime import runtime
 from ..services import (
     explain,
+    invitations,
     owner_permissions,
     owner_rule_form,
     owner_rules,
@@ -48,6 +51,7 @@ from ..services import (
 from ..storage.per_request import storage
 from ..storage.records import ResourceSet, User
 from . import csrf, sessions
+from . import invitations as invitation_pages
 from .rendering import render
 from .untrusted import scope_view
 
@@ -571,13 +575,16 @@ def share(rs_id: str) -> BaseResponse:
     now = runtime().clock.now()
     errors: dict[str | None, str] = {}
     until = None
+    invited = None
     try:
         until = shares.end_of_day(until_text, now)
     except shares.ShareRefused as refused:
         errors[refused.field] = refused.message
     if not errors:
+        config = runtime().config
         try:
-            shares.share(
+            # By an address no local account has: with an invitation, its link shown once.
+            _, invited = invitations.share(
                 storage(),
                 user.username,
                 resource_set,
@@ -585,12 +592,17 @@ def share(rs_id: str) -> BaseResponse:
                 scopes,
                 until,
                 now,
-                limit=runtime().config.limits.shares_per_owner,
+                limit=config.limits.shares_per_owner,
+                lifetime=config.sharing.invitation_lifetime,
+                issuer=config.issuer,
             )
         except shares.ShareRefused as refused:
             errors[refused.field] = refused.message
     if errors:
         return _render_set(user, resource_set, status=400, share_form=replace(form, errors=errors))
+    if invited is not None:
+        invitation_pages.remember_link(invited, rs_id)
+        return redirect(_set_page(rs_id) + "#new-link", 303)
     return redirect(_set_page(rs_id) + "#shares", 303)
 
 

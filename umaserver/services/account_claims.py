@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..claims.model import ACCOUNT_CLAIM_TYPE
+from ..claims.model import ACCOUNT_CLAIM_TYPE, email_key
 from ..storage import Storage
 from ..storage.records import Claim, User
 
@@ -23,13 +23,14 @@ LIST_ATTRIBUTES = ("roles", "groups")
 
 
 def account_values(user: User) -> dict[str, Any]:
-    """The account claims' names and values for `user`: `username`; `email` when the account has
-    one that is not marked unverified (an operator's `--claim email=...` counts as verified);
+    """The account claims' names and values for `user`: `username`; `email` (lowercased,
+    `email_key`) when the account has one that is not marked unverified (an operator's
+    `--claim email=...` counts as verified, and so does an address an invitation was accepted at);
     `roles` and `groups` when the account has them, as lists of strings."""
     values: dict[str, Any] = {"username": user.username}
     email = user.claims.get("email")
     if isinstance(email, str) and email and user.claims.get("email_verified", True) is True:
-        values["email"] = email
+        values["email"] = email_key(email)
     for name in LIST_ATTRIBUTES:
         found = user.claims.get(name)
         items = found if isinstance(found, list) else [found]

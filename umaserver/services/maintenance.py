@@ -7,8 +7,9 @@ their RPTs: an RPT may outlive its AAT, and a token with an RPT still stored und
 authorization codes and refresh tokens (used ones too: until then a reused one is still recognised
 and revokes its family); also sessions as soon as they have expired, and failed sign-ins older than
 a day (or than `failure_memory`, when the sign-in limits look further back), and the access
-history's events older than `[audit] keep_days`, and requests to owners a day past their
-`expires_at` (decided or not: a decided one is kept while its ticket may still be polled). Each batch of at most `BATCH`
+history's events older than `[audit] keep_days`, requests to owners a day past their
+`expires_at` (decided or not: a decided one is kept while its ticket may still be polled), and
+invitations expired or used more than a day ago (the link then reads as unknown). Each batch of at most `BATCH`
 rows is its own short transaction, so no write holds the lock for long, and several processes may
 prune one database at once: each deletes what the others have not.
 
@@ -58,6 +59,7 @@ class Pruned:
     pcts: int = 0
     events: int = 0
     requests: int = 0
+    invitations: int = 0
 
     @property
     def total(self) -> int:
@@ -75,6 +77,7 @@ class Pruned:
             + self.pcts
             + self.events
             + self.requests
+            + self.invitations
         )
 
 
@@ -118,6 +121,7 @@ def prune(
         ),
         events=_in_batches(storage.delete_events_before, now - event_memory, batch),
         requests=_in_batches(storage.delete_requests_expired_before, moment, batch),
+        invitations=_in_batches(storage.delete_invitations_expired_before, moment, batch),
     )
 
 
@@ -155,7 +159,7 @@ class PruneJob(BackgroundJob):
             log.info(
                 "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d"
                 " authorization_codes=%d refresh_tokens=%d initial_access_tokens=%d"
-                " sessions=%d signin_failures=%d claims_handles=%d events=%d",
+                " sessions=%d signin_failures=%d claims_handles=%d events=%d invitations=%d",
                 pruned.tickets,
                 pruned.assertion_uses,
                 pruned.rpts,
@@ -167,6 +171,7 @@ class PruneJob(BackgroundJob):
                 pruned.signin_failures,
                 pruned.claims_handles,
                 pruned.events,
+                pruned.invitations,
             )
         return pruned
 

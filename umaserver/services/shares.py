@@ -15,10 +15,12 @@ false` (`owner_rules.effective_rules`), and are never edited or deleted as rules
 (`owner_rules.ShareRule`): `stop_sharing` deletes both and revokes the permissions already
 granted on the set to the person shared with.
 
-Not expressed yet: an `email` from a verified ID token (`email_verified: true`). A rule's
-conditions must all hold and one condition reads one claim, so "the account's email, or an ID
-token's email that the same token says is verified" is not one rule; the rule language needs
-either alternatives or a verified-email claim of the OIDC type.
+An `email` from a verified ID token counts too: a rule's conditions must all hold and one
+condition reads one claim, so rather than alternatives in the rule language, the ID token's
+verification (`claims.id_tokens`) adds an account claim `email` (issuer: the provider) when the
+token says `email_verified: true`; a client's own word (plain members, custom types) never has the
+account claims' type. Addresses are compared whole and lowercased (`claims.model.email_key`): the
+condition holds the lowercased address, the row keeps it as the owner typed it.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from ..claims.model import ACCOUNT_CLAIM_TYPE
+from ..claims.model import ACCOUNT_CLAIM_TYPE, email_key
 from ..errors import echo
 from ..policy.rule_file import PolicyError, parse_rule_table
+from ..policy.rules import Rule
 from ..storage import Storage
 from ..storage.records import ResourceSet, Share, ShareKind
 from . import access_history, owner_rules
@@ -116,6 +119,39 @@ def last_day(until: int) -> date:
     return datetime.fromtimestamp(until - 1, UTC).date()
 
 
+def share_rule(
+    rule_id: str,
+    owner: str,
+    resource_set_id: str,
+    person: Recipient,
+    scopes: Sequence[str],
+    until: int | None,
+) -> Rule:
+    """The owner's rule a share is: `scopes` on the one set, until `until`, for the person's
+    account claim (`username`, or a verified `email`). Raises ShareRefused for the whole form
+    only if the rule reader changed under this table."""
+    table: dict[str, Any] = {
+        "id": rule_id,
+        "owner": owner,
+        "scopes": list(scopes),
+        "description": f"Shared with {person.name}",
+        "resource_sets": {"ids": [resource_set_id]},
+        "conditions": [
+            {
+                "claim": "username" if person.kind == "user" else "email",
+                "one_of": [person.name if person.kind == "user" else email_key(person.name)],
+                "types": [ACCOUNT_CLAIM_TYPE],
+            }
+        ],
+    }
+    if until is not None:
+        table["until"] = until
+    try:
+        return parse_rule_table(table, "share")
+    except PolicyError as error:
+        raise ShareRefused(None, "; ".join(error.errors)) from None
+
+
 def share(
     storage: Storage,
     owner: str,
@@ -145,26 +181,7 @@ def share(
     if until is not None and until <= now:
         raise ShareRefused("until", "This date is in the past: choose today or a later day.")
     rule_id = owner_rules.new_rule_id()
-    table: dict[str, Any] = {
-        "id": rule_id,
-        "owner": owner,
-        "scopes": wanted,
-        "description": f"Shared with {person.name}",
-        "resource_sets": {"ids": [resource_set.id]},
-        "conditions": [
-            {
-                "claim": "username" if person.kind == "user" else "email",
-                "one_of": [person.name],
-                "types": [ACCOUNT_CLAIM_TYPE],
-            }
-        ],
-    }
-    if until is not None:
-        table["until"] = until
-    try:
-        rule = parse_rule_table(table, "share")
-    except PolicyError as error:  # only if the reader changed under this table
-        raise ShareRefused(None, "; ".join(error.errors)) from None
+    rule = share_rule(rule_id, owner, resource_set.id, person, wanted, until)
     made = Share(
         rule_id, user.sub, resource_set.id, person.name, person.kind, tuple(wanted), until, now
     )
@@ -234,4 +251,4 @@ def _is_recipient(storage: Storage, found: Share, requesting_party: str) -> bool
         return False
     if found.kind == "user":
         return user.username == found.recipient
-    return account_values(user).get("email") == found.recipient
+    return account_values(user).get("email") == email_key(found.recipient)

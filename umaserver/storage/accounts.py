@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from . import rows as stored
 from .handle import Handle
@@ -161,6 +162,11 @@ class Accounts(Handle):
         return (
             self._write("UPDATE users SET password_hash = ? WHERE sub = ?", (password_hash, sub))
             == 1
+        )
+
+    def set_user_claims(self, sub: str, claims: dict[str, Any]) -> bool:
+        return (
+            self._write("UPDATE users SET claims = ? WHERE sub = ?", (json.dumps(claims), sub)) == 1
         )
 
     def delete_user(self, sub: str) -> bool:

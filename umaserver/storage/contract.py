@@ -41,6 +41,7 @@ from .records import (
     FetchedUri,
     FetchKind,
     InitialAccessToken,
+    Invitation,
     OwnedResourceSet,
     Pct,
     Permission,
@@ -52,6 +53,7 @@ from .records import (
     Rpt,
     Session,
     Share,
+    ShareKind,
     SigningKey,
     StoredOwnerRule,
     Ticket,
@@ -128,6 +130,10 @@ class Users(Protocol):
 
     def set_password_hash(self, sub: str, password_hash: str | None) -> bool:
         """False when there is no such user."""
+        ...
+
+    def set_user_claims(self, sub: str, claims: dict[str, Any]) -> bool:
+        """Replaces the user's claims; False when there is no such user."""
         ...
 
     def delete_user(self, sub: str) -> bool:
@@ -579,7 +585,52 @@ class Shares(Protocol):
         """The owner's shares (of that set only, when given), oldest first (ties by rule id)."""
         ...
 
+    def reassign_share(self, user_sub: str, rule_id: str, recipient: str, kind: ShareKind) -> bool:
+        """Sets the share's recipient and kind (an invitation accepted: the e-mail address becomes
+        the accepting username), in the caller's transaction with its rule's change; False when
+        the owner has no such share."""
+        ...
+
     def count_shares(self, user_sub: str) -> int: ...
+
+
+class Invitations(Protocol):
+    """Single-use links to shares by e-mail (issue 25), by the SHA-256 digest of their token: at
+    most one a share, deleted with it."""
+
+    def add_invitation(self, invitation: Invitation) -> bool:
+        """Stores an unused invitation to the share `invitation.rule_id` of `invitation.owner`
+        (its `used_*` are not read); False (nothing stored) when the owner has no such share by
+        e-mail, or the share has an invitation already."""
+        ...
+
+    def get_invitation(self, digest: str) -> Invitation | None:
+        """The invitation, used, expired or not."""
+        ...
+
+    def invitations_of(self, owner: str) -> list[Invitation]:
+        """The owner's invitations, used, expired or not, oldest first (ties by rule id)."""
+        ...
+
+    def replace_invitation(
+        self, owner: str, rule_id: str, digest: str, created_at: int, expires_at: int
+    ) -> bool:
+        """Gives the share's unused invitation a new digest and lifetime (the old digest is
+        gone); False when the share has none, or it was used."""
+        ...
+
+    def delete_invitation(self, owner: str, rule_id: str) -> bool:
+        """Deletes the share's unused invitation; False when it has none, or it was used."""
+        ...
+
+    def use_invitation(self, digest: str, user_sub: str, now: int) -> Invitation | None:
+        """Marks the invitation used by `user_sub` at `now` if it is unused and unexpired, in one
+        statement (of racers on one link exactly one gets it); the invitation as used, or None."""
+        ...
+
+    def delete_invitations_expired_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` invitations that expired, or were used, before `moment`."""
+        ...
 
 
 class FetchedUris(Protocol):
@@ -769,6 +820,7 @@ class Storage(
     IdentityLinks,
     OwnerRules,
     Shares,
+    Invitations,
     FetchedUris,
     Pcts,
     SigningKeys,

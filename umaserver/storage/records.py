@@ -422,6 +422,26 @@ class Share:
 
 
 @dataclass(frozen=True)
+class Invitation:
+    """A single-use link to a share by e-mail: `digest` the SHA-256 of its token, `rule_id` the
+    share's rule, `owner` the owner's sub, `address` the e-mail address as the owner typed it;
+    usable while `expires_at > now` and `used_at` is None; `used_by` the sub of the account that
+    accepted it."""
+
+    digest: str
+    rule_id: str
+    owner: str
+    address: str
+    created_at: int
+    expires_at: int
+    used_at: int | None = None
+    used_by: str | None = None
+
+    def is_usable(self, now: int) -> bool:
+        return self.used_at is None and self.expires_at > now
+
+
+@dataclass(frozen=True)
 class FetchedUri:
     """A URI from a registration and what checking it found: a scope description (`scope`: its
     `name` and `icon_uri`), an image (`image`: `image_id` of the stored copy) or a web page

@@ -50,6 +50,15 @@ class Shares(Handle):
             )
         return [stored.share(row) for row in rows]
 
+    def reassign_share(self, user_sub: str, rule_id: str, recipient: str, kind: str) -> bool:
+        return (
+            self._write(
+                "UPDATE shares SET recipient = ?, kind = ? WHERE owner = ? AND rule_id = ?",
+                (recipient, kind, user_sub, rule_id),
+            )
+            == 1
+        )
+
     def count_shares(self, user_sub: str) -> int:
         row = self._one("SELECT COUNT(*) AS n FROM shares WHERE owner = ?", (user_sub,))
         return int(row["n"])

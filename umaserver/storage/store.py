@@ -12,6 +12,7 @@ from .events import Events
 from .evidence import Evidence
 from .fetched import FetchedUris
 from .identity_links import IdentityLinks
+from .invitations import Invitations
 from .oauth import OAuth
 from .owner_rules import OwnerRules
 from .pcts import Pcts
@@ -35,6 +36,7 @@ class SQLStorage(
     IdentityLinks,
     OwnerRules,
     Shares,
+    Invitations,
     FetchedUris,
     Pcts,
     SigningKeys,

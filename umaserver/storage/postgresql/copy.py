@@ -46,6 +46,7 @@ TABLES = (
     "owner_rules",
     "owner_rule_versions",
     "shares",
+    "invitations",
     "fetched_images",
     "fetched_uris",
     "pcts",
