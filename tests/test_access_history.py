@@ -20,6 +20,7 @@ from flask.testing import FlaskClient
 from umaserver import create_app, secrets_at_rest
 from umaserver.config import AuditSettings, Config, ConfigError, MaintenanceSettings, load_config
 from umaserver.pages import history as history_page
+from umaserver.services import shares
 from umaserver.services.maintenance import prune
 from umaserver.storage.records import Event
 
@@ -306,6 +307,24 @@ def test_the_history_page_shows_the_owners_events_newest_first(
     assert sign_in(bob, "bob", "bob's password").status_code == 303
     assert rows_of(bob.get("/policy/history")) == []
     assert "Nothing yet." in text_of(bob.get("/policy/history"))
+
+
+def test_the_history_page_names_a_share_and_a_deleted_rule_by_title_never_by_id(
+    alice: FlaskClient, flow: Flow, clock: FakeClock, store: Store
+) -> None:
+    resource_set = store.find_resource_set(flow.rs_id)
+    assert resource_set is not None
+    made = shares.share(store, "alice", resource_set, "bob", ["view"], None, clock.moment, limit=10)
+    assert flow.ask(flow.ticket("view")).status == 201
+    stored = store.events_of(made.owner, 1)[0]
+    assert stored.decided_by == made.rule_id  # the event keeps the id (`umaserver audit` says it)
+    rows = rows_of(alice.get("/policy/history"))
+    assert rows[0].endswith("Granted (by your share with bob) .")
+    assert made.rule_id not in " ".join(rows)
+    # Once the share is gone, its server-made id is not shown either.
+    shares.stop_sharing(store, made.owner, made.rule_id, clock.moment)
+    rows = rows_of(alice.get("/policy/history"))
+    assert any(row.endswith("Granted (by a rule of yours since deleted) .") for row in rows)
 
 
 def test_the_history_page_is_filtered_by_set_and_paginated(

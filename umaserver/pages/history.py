@@ -9,13 +9,16 @@ username); what was decided is said in words. Signed out: to sign-in and back. N
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from flask import Blueprint, abort, request
 from werkzeug.wrappers import Response as BaseResponse
 
+from ..policy.rule_file import OWNER_RULE_PREFIX
 from ..runtime import runtime
+from ..services import shares
 from ..storage.per_request import storage
 from ..storage.records import Event, OwnedResourceSet
 from . import sessions
@@ -66,7 +69,19 @@ def _when(moment: int) -> str:
     return datetime.fromtimestamp(moment, UTC).strftime("%-d %b %Y, %H:%M:%S UTC")
 
 
-def _view(event: Event) -> EventView:
+def _decided_by(ids: str | None, titles: Mapping[str, str]) -> str | None:
+    """The rules or share that decided, by their titles today ("your share with bob"); a rule
+    since deleted by its id, or as "a rule of yours since deleted" when the server made its id."""
+    if ids is None:
+        return None
+    return ", ".join(
+        titles.get(one)
+        or ("a rule of yours since deleted" if one.startswith(OWNER_RULE_PREFIX) else one)
+        for one in ids.split(", ")
+    )
+
+
+def _view(event: Event, titles: Mapping[str, str]) -> EventView:
     return EventView(
         when=_when(event.at),
         kind=event.kind,
@@ -77,7 +92,7 @@ def _view(event: Event) -> EventView:
         party=event.party,
         what=WORDS.get((event.kind, event.outcome), f"{event.kind}: {event.outcome}"),
         style=STYLES.get(event.outcome, ""),
-        decided_by=event.decided_by,
+        decided_by=_decided_by(event.decided_by, titles),
     )
 
 
@@ -124,12 +139,13 @@ def history() -> BaseResponse:
             chosen = resource_set.label
         elif shown:
             chosen = shown[0].rs_name  # a set since deleted: named as it was
+    titles = shares.rule_titles(store, runtime().policies.rules, user) if shown else {}
     sets: list[OwnedResourceSet] = store.resource_sets_of(
         user.sub, runtime().clock.now(), None, LISTED_SETS
     )
     return render(
         "pages/policy_history.html",
-        events=[_view(event) for event in shown],
+        events=[_view(event, titles) for event in shown],
         rs_id=rs_id,
         chosen=chosen,
         sets=sets,

@@ -656,15 +656,12 @@ def _explain_sentence(refused: explain.ExplainRefused) -> str:
 
 def _rule_titles(user: User, resource_set: ResourceSet) -> dict[str, str]:
     """The title of each rule that may decide on the set, by id: a share by its person."""
-    titles = {
-        rule.id: rule.description or rule.id
-        for rule in runtime().policies.rules.rules_for(user.username)
-    }
-    for found in owner_rules.owner_rules(storage(), user.username):
-        titles[found.rule.id] = found.name or found.rule.description or "a rule of yours"
-    for view in _share_views(user, resource_set):
-        titles[view.rule_id] = f"your share with {view.recipient}"
-    return titles
+    return shares.rule_titles(
+        storage(),
+        runtime().policies.rules,
+        user,
+        shares.shares_on(storage(), user.sub, resource_set.id),
+    )
 
 
 _QUOTED = r"(?:'[^'\n]*'|\"[^\"\n]*\")"

@@ -35,9 +35,9 @@ from typing import Any
 from ..claims.model import ACCOUNT_CLAIM_TYPE, email_key
 from ..errors import echo
 from ..policy.rule_file import PolicyError, parse_rule_table
-from ..policy.rules import Rule
+from ..policy.rules import Rule, RuleSet
 from ..storage import Storage
-from ..storage.records import ResourceSet, Share, ShareKind
+from ..storage.records import ResourceSet, Share, ShareKind, User
 from . import access_history, owner_rules
 from .account_claims import account_values
 
@@ -205,6 +205,21 @@ def share(
         until if until is not None else "-",
     )
     return made
+
+
+def rule_titles(
+    storage: Storage, rules: RuleSet, owner: User, shared: Sequence[Share] | None = None
+) -> dict[str, str]:
+    """How the owner's pages name each rule that may decide on the owner's sets, by id: a file
+    rule by its description (else its id), an owner's rule by its name or description, a share
+    by its person ("your share with bob"). `shared`: the shares to name, all the owner's when
+    not given."""
+    titles = {rule.id: rule.description or rule.id for rule in rules.rules_for(owner.username)}
+    for found in owner_rules.owner_rules(storage, owner.username):
+        titles[found.rule.id] = found.name or found.rule.description or "a rule of yours"
+    for one in storage.shares_of(owner.sub) if shared is None else shared:
+        titles[one.rule_id] = f"your share with {one.recipient}"
+    return titles
 
 
 def shares_on(storage: Storage, owner_sub: str, resource_set_id: str) -> list[Share]:
