@@ -15,7 +15,7 @@ from typing import TypeVar
 import pytest
 
 from umaserver.storage import Storage
-from umaserver.storage.records import Client, Invitation, Share, User
+from umaserver.storage.records import Client, Invitation, Notice, Share, User
 
 from .builders import (
     T,
@@ -268,3 +268,25 @@ def test_of_racers_claiming_fetch_work_each_row_goes_to_one(store_factory: Store
     taken = race(store_factory, lambda handle, racer: handle.claim_fetch_work(T, T + 30, 5))
     ids = [row.id for rows in taken for row in rows]
     assert sorted(ids) == sorted(f"row-{index}" for index in range(40))
+
+
+def test_of_racers_claiming_due_mail_each_notice_goes_to_one(store_factory: StoreFactory) -> None:
+    first = store_factory()
+    for index in range(40):
+        first.add_notice(
+            Notice(
+                f"notice-{index}",
+                None,
+                f"person{index}@example.org",
+                "invitation",
+                "You are invited",
+                "Follow the link.",
+                "https://uma.example/invitations/x",
+                T,
+                mail_state="pending",
+                next_attempt_at=T,
+            )
+        )
+    taken = race(store_factory, lambda handle, racer: handle.claim_due_mail(T, T + 600, 5))
+    ids = [notice.id for notices in taken for notice in notices]
+    assert sorted(ids) == sorted(f"notice-{index}" for index in range(40))

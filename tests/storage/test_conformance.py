@@ -23,6 +23,7 @@ from umaserver.storage.records import (
     FetchedImage,
     InitialAccessToken,
     Invitation,
+    Notice,
     OwnedResourceSet,
     Pct,
     Permission,
@@ -2225,3 +2226,119 @@ def test_an_owner_takes_requests_by_the_servers_default_until_they_choose(store:
     assert store.takes_requests(alice.sub) is None
     assert store.set_takes_requests("no-such-sub", True) is False
     assert store.takes_requests("no-such-sub") is None
+
+
+# -- notices -----------------------------------------------------------------------------------
+
+
+def notice(at: int, user_sub: str | None, notice_id: str | None = None, **changes: Any) -> Notice:
+    base = Notice(
+        id=notice_id or f"n-{at}-{user_sub}",
+        user_sub=user_sub,
+        address="bob@example.org",
+        kind="share",
+        subject="alice shared Holiday photos with you",
+        body="alice shared Holiday photos with you: view, print.\n",
+        link="https://uma.example/policy",
+        created_at=at,
+    )
+    return replace(base, **changes)
+
+
+def test_a_notice_round_trips_with_and_without_its_optional_parts(store: Storage) -> None:
+    bob = make_user(store, "bob")
+    full = notice(
+        T, bob.sub, mail_state="pending", next_attempt_at=T, kind="request", address="b@x.org"
+    )
+    bare = notice(T + 1, bob.sub, address=None)
+    store.add_notice(full)
+    store.add_notice(bare)
+    assert store.notices_of(bob.sub, 10) == [bare, full]
+    assert all(found.seq > 0 for found in store.notices_of(bob.sub, 10))
+    # An invitation's notice is for an address only: on no one's page, but in the outbox.
+    invitation = notice(T, None, "inv", kind="invitation", mail_state="pending", next_attempt_at=T)
+    store.add_notice(invitation)
+    assert [found.id for found in store.claim_due_mail(T, T + 60, 10)] == [full.id, "inv"]
+
+
+def test_notices_page_newest_first_by_person_from_a_cursor(store: Storage) -> None:
+    bob, carol = make_user(store, "bob"), make_user(store, "carol")
+    added = [notice(T, bob.sub, f"same-second-{n}") for n in range(3)]
+    added += [notice(T + 5, bob.sub), notice(T - 5, bob.sub), notice(T + 1, carol.sub)]
+    for one in added:
+        store.add_notice(one)
+    newest_first = [added[3], added[2], added[1], added[0], added[4]]
+    assert store.notices_of(bob.sub, 10) == newest_first
+    first = store.notices_of(bob.sub, 2)
+    assert first == newest_first[:2]
+    second = store.notices_of(bob.sub, 2, before=(first[-1].created_at, first[-1].seq))
+    assert second == newest_first[2:4]
+    third = store.notices_of(bob.sub, 2, before=(second[-1].created_at, second[-1].seq))
+    assert third == newest_first[4:]
+    assert store.notices_of(carol.sub, 10) == [added[5]]
+    assert store.notices_of("nobody", 10) == []
+
+
+def test_unseen_notices_are_counted_and_marked_seen_up_to_now(store: Storage) -> None:
+    bob, carol = make_user(store, "bob"), make_user(store, "carol")
+    for at in (T - 2, T - 1, T + 10):
+        store.add_notice(notice(at, bob.sub))
+    store.add_notice(notice(T, carol.sub))
+    assert store.count_unseen_notices(bob.sub) == 3
+    assert store.mark_notices_seen(bob.sub, T) == 2
+    assert store.mark_notices_seen(bob.sub, T + 1) == 0
+    assert store.count_unseen_notices(bob.sub) == 1
+    assert store.count_unseen_notices(carol.sub) == 1
+    assert [found.seen_at for found in store.notices_of(bob.sub, 10)] == [None, T, T]
+    assert store.count_unseen_notices("nobody") == 0
+
+
+def test_a_persons_notices_go_with_the_person(store: Storage) -> None:
+    bob = make_user(store, "bob")
+    store.add_notice(notice(T, bob.sub))
+    assert store.delete_user(bob.sub)
+    assert store.notices_of(bob.sub, 10) == []
+
+
+def test_due_mail_is_claimed_once_then_recorded_sent_or_failed(store: Storage) -> None:
+    bob = make_user(store, "bob")
+    due = notice(T, bob.sub, "due", mail_state="pending", next_attempt_at=T)
+    later = notice(T, bob.sub, "later", mail_state="pending", next_attempt_at=T + 30)
+    unmailed = notice(T, bob.sub, "unmailed")
+    for one in (due, later, unmailed):
+        store.add_notice(one)
+    [taken] = store.claim_due_mail(T, T + 600, 10)
+    assert taken == replace(due, attempts=1, next_attempt_at=T + 600)
+    assert store.claim_due_mail(T + 599, T + 1200, 10) == [
+        replace(later, attempts=1, next_attempt_at=T + 1200)
+    ]
+    assert store.claim_due_mail(T + 599, T + 1200, 10) == []  # both held
+    # Only the claim's attempt records its outcome.
+    assert store.record_mail_sent("due", 2) is False
+    assert store.record_mail_sent("due", 1) is True
+    assert store.record_mail_sent("due", 1) is False  # sent already
+    assert store.record_mail_failure("later", 1, "421 try again", T + 700) is True
+    [again] = store.claim_due_mail(T + 700, T + 1300, 10)
+    assert (again.id, again.attempts, again.last_error) == ("later", 2, "421 try again")
+    assert store.record_mail_failure("later", 2, "550 no such user", None) is True
+    assert store.claim_due_mail(T + 9999, T + 99999, 10) == []
+    by_id = {found.id: found for found in store.notices_of(bob.sub, 10)}
+    assert (by_id["due"].mail_state, by_id["due"].next_attempt_at) == ("sent", None)
+    assert by_id["due"].last_error is None
+    assert (by_id["later"].mail_state, by_id["later"].last_error) == ("failed", "550 no such user")
+    assert by_id["later"].next_attempt_at is None
+    assert by_id["unmailed"] == unmailed
+
+
+def test_notices_are_deleted_before_a_moment_in_batches_unless_mail_is_pending(
+    store: Storage,
+) -> None:
+    bob = make_user(store, "bob")
+    for n in range(5):
+        store.add_notice(notice(T + n, bob.sub, mail_state="sent" if n % 2 else "none"))
+    store.add_notice(notice(T, None, "waiting", mail_state="pending", next_attempt_at=T + 999))
+    assert store.delete_notices_before(T + 4, 3) == 3
+    assert store.delete_notices_before(T + 4, 3) == 1
+    assert store.delete_notices_before(T + 4, 3) == 0
+    assert [found.created_at for found in store.notices_of(bob.sub, 10)] == [T + 4]
+    assert [found.id for found in store.claim_due_mail(T + 999, T + 2000, 10)] == ["waiting"]

@@ -8,8 +8,9 @@ authorization codes and refresh tokens (used ones too: until then a reused one i
 and revokes its family); also sessions as soon as they have expired, and failed sign-ins older than
 a day (or than `failure_memory`, when the sign-in limits look further back), and the access
 history's events older than `[audit] keep_days`, requests to owners a day past their
-`expires_at` (decided or not: a decided one is kept while its ticket may still be polled), and
-invitations expired or used more than a day ago (the link then reads as unknown). Each batch of at most `BATCH`
+`expires_at` (decided or not: a decided one is kept while its ticket may still be polled),
+invitations expired or used more than a day ago (the link then reads as unknown), and notices
+older than `[audit] keep_days` (but those whose mail is still to be sent). Each batch of at most `BATCH`
 rows is its own short transaction, so no write holds the lock for long, and several processes may
 prune one database at once: each deletes what the others have not.
 
@@ -60,6 +61,7 @@ class Pruned:
     events: int = 0
     requests: int = 0
     invitations: int = 0
+    notices: int = 0
 
     @property
     def total(self) -> int:
@@ -78,6 +80,7 @@ class Pruned:
             + self.events
             + self.requests
             + self.invitations
+            + self.notices
         )
 
 
@@ -99,7 +102,7 @@ def prune(
 ) -> Pruned:
     """Deletes, batch by batch, what expired before `now - EXPIRED_MEMORY` (sessions: before
     `now`; failed sign-ins: from before `now - failure_memory`; the access history's events:
-    from before `now - event_memory`); what it deleted."""
+    and notices: from before `now - event_memory`); what it deleted."""
     moment = now - EXPIRED_MEMORY
     return Pruned(
         claims_handles=_in_batches(storage.delete_claims_handles_expired_before, moment, batch),
@@ -122,6 +125,7 @@ def prune(
         events=_in_batches(storage.delete_events_before, now - event_memory, batch),
         requests=_in_batches(storage.delete_requests_expired_before, moment, batch),
         invitations=_in_batches(storage.delete_invitations_expired_before, moment, batch),
+        notices=_in_batches(storage.delete_notices_before, now - event_memory, batch),
     )
 
 
@@ -159,7 +163,8 @@ class PruneJob(BackgroundJob):
             log.info(
                 "pruned tickets=%d assertion_uses=%d rpts=%d access_tokens=%d"
                 " authorization_codes=%d refresh_tokens=%d initial_access_tokens=%d"
-                " sessions=%d signin_failures=%d claims_handles=%d events=%d invitations=%d",
+                " sessions=%d signin_failures=%d claims_handles=%d events=%d invitations=%d"
+                " notices=%d",
                 pruned.tickets,
                 pruned.assertion_uses,
                 pruned.rpts,
@@ -172,6 +177,7 @@ class PruneJob(BackgroundJob):
                 pruned.claims_handles,
                 pruned.events,
                 pruned.invitations,
+                pruned.notices,
             )
         return pruned
 

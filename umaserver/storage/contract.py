@@ -42,6 +42,7 @@ from .records import (
     FetchKind,
     InitialAccessToken,
     Invitation,
+    Notice,
     OwnedResourceSet,
     Pct,
     Permission,
@@ -799,6 +800,53 @@ class Requests(Protocol):
         ...
 
 
+class Notices(Protocol):
+    """What the server tells a person (issue 25, item 4): their inbox on the pages, and the mail
+    outbox. A notice is written in the transaction of what it tells of; a sender claims the mail
+    due (several processes on one database never hold one notice at once) and records how it
+    went."""
+
+    def add_notice(self, notice: Notice) -> None: ...
+
+    def notices_of(
+        self, user_sub: str, limit: int, *, before: tuple[int, int] | None = None
+    ) -> list[Notice]:
+        """At most `limit` of the person's notices, newest first (by time, then the order they
+        were added), only those before the cursor `before` ((`created_at`, `seq`) of the last
+        notice of the previous page) when given."""
+        ...
+
+    def count_unseen_notices(self, user_sub: str) -> int: ...
+
+    def mark_notices_seen(self, user_sub: str, now: int) -> int:
+        """Marks the person's unseen notices made at or before `now` as seen at `now`; how many."""
+        ...
+
+    def claim_due_mail(self, now: int, claimed_until: int, limit: int) -> list[Notice]:
+        """Takes at most `limit` notices whose mail is pending and due (`next_attempt_at <=
+        now`), oldest due first: each one's `attempts` grows by one and `next_attempt_at` becomes
+        `claimed_until`, so that no other caller takes it before then. Racing callers on separate
+        handles never take one notice both. The notices as taken, oldest first."""
+        ...
+
+    def record_mail_sent(self, notice_id: str, attempts: int) -> bool:
+        """Marks the mail sent (no next attempt, no error), when the notice is still pending at
+        `attempts` (the claim's); False (nothing changed) otherwise."""
+        ...
+
+    def record_mail_failure(
+        self, notice_id: str, attempts: int, error: str, next_attempt_at: int | None
+    ) -> bool:
+        """Keeps `error`; the mail is due again at `next_attempt_at`, or failed for good when it
+        is None. Only when the notice is still pending at `attempts`; False otherwise."""
+        ...
+
+    def delete_notices_before(self, moment: int, limit: int) -> int:
+        """Forgets at most `limit` notices made before `moment` whose mail is not pending; how
+        many."""
+        ...
+
+
 class Storage(
     Clients,
     InitialAccessTokens,
@@ -826,6 +874,7 @@ class Storage(
     SigningKeys,
     Events,
     Requests,
+    Notices,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

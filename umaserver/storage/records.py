@@ -546,3 +546,32 @@ class AccessRequest:
     status: RequestStatus = "pending"
     decided_at: int | None = None
     approved_scopes: tuple[str, ...] | None = None
+
+
+NoticeKind = Literal["share", "request", "approved", "denied", "invitation"]
+MailState = Literal["none", "pending", "sent", "failed"]
+
+
+@dataclass(frozen=True)
+class Notice:
+    """What the server tells a person, on the pages and by mail: for the user `user_sub` (None:
+    a bare address, such as an invitation's), mailed to `address` (None: no verified address is
+    known). `mail_state` none (not to be mailed), pending, sent or failed; `attempts` the tries
+    so far, `next_attempt_at` when it is due (None once sent or failed), `last_error` why the
+    last try failed. `seq` orders the notices of one second; the store sets it on reading (0 on
+    a notice not yet stored)."""
+
+    id: str
+    user_sub: str | None
+    address: str | None
+    kind: NoticeKind
+    subject: str
+    body: str
+    link: str
+    created_at: int
+    mail_state: MailState = "none"
+    next_attempt_at: int | None = None
+    seen_at: int | None = None
+    attempts: int = 0
+    last_error: str | None = None
+    seq: int = field(default=0, compare=False)

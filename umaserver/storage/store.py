@@ -13,6 +13,7 @@ from .evidence import Evidence
 from .fetched import FetchedUris
 from .identity_links import IdentityLinks
 from .invitations import Invitations
+from .notices import Notices
 from .oauth import OAuth
 from .owner_rules import OwnerRules
 from .pcts import Pcts
@@ -42,5 +43,6 @@ class SQLStorage(
     SigningKeys,
     Events,
     Requests,
+    Notices,
 ):
     """The contract's operations over one connection (see `contract.Storage`)."""

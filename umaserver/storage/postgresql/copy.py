@@ -54,6 +54,7 @@ TABLES = (
     "signing_keys",
     "events",
     "requests",
+    "notices",
 )
 
 
