@@ -314,7 +314,9 @@ def test_the_history_page_names_a_share_and_a_deleted_rule_by_title_never_by_id(
 ) -> None:
     resource_set = store.find_resource_set(flow.rs_id)
     assert resource_set is not None
-    made = shares.share(store, "alice", resource_set, "bob", ["view"], None, clock.moment, limit=10)
+    made = shares.share(
+        store, "alice", resource_set, "bob", ["view"], None, clock.moment, limit=10, outbox=None
+    )
     assert flow.ask(flow.ticket("view")).status == 201
     stored = store.events_of(made.owner, 1)[0]
     assert stored.decided_by == made.rule_id  # the event keeps the id (`umaserver audit` says it)

@@ -12,7 +12,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from umaserver.policy.rule_file import parse_rule_table
-from umaserver.services import owner_rules, shares
+from umaserver.services import notices, owner_rules, shares
 from umaserver.storage.records import ResourceSet, Share
 
 from .conftest import FakeClock, Party, Store, make_party, make_person, write_config
@@ -21,6 +21,7 @@ from .test_uma2_grant import UMA_TICKET, make_uma2_client
 
 DAY = 86400
 LIMIT = 1000
+OUTBOX = notices.Outbox("http://uma.test", mail=False)
 
 
 def person(store: Store, username: str, **claims: Any) -> Party:
@@ -46,7 +47,15 @@ def share(
     store: Store, flow: Flow, to: str, *scopes: str, until: int | None = None, now: int
 ) -> Share:
     return shares.share(
-        store, "alice", the_set(store, flow), to, scopes or ("view",), until, now, limit=LIMIT
+        store,
+        "alice",
+        the_set(store, flow),
+        to,
+        scopes or ("view",),
+        until,
+        now,
+        limit=LIMIT,
+        outbox=OUTBOX,
     )
 
 
@@ -147,7 +156,15 @@ def test_a_share_names_someone_else_and_scopes_of_the_set(
 ) -> None:
     with pytest.raises(shares.ShareRefused) as refused:
         shares.share(
-            store, "alice", the_set(store, flow), to, scopes, None, clock.now(), limit=LIMIT
+            store,
+            "alice",
+            the_set(store, flow),
+            to,
+            scopes,
+            None,
+            clock.now(),
+            limit=LIMIT,
+            outbox=OUTBOX,
         )
     assert refused.value.field == field
     assert store.owner_rules_of(the_set(store, flow).owner) == []
@@ -158,9 +175,19 @@ def test_shares_have_their_own_limit(store: Store, flow: Flow, clock: FakeClock)
     # Other rules of the owner do not count toward it.
     other = parse_rule_table({"id": "o-other", "owner": "alice", "scopes": ["print"]})
     owner_rules.add_owner_rule(store, "alice", other, clock.now())
-    shares.share(store, "alice", owned, "bob", ["view"], None, clock.now(), limit=1)
+    shares.share(store, "alice", owned, "bob", ["view"], None, clock.now(), limit=1, outbox=OUTBOX)
     with pytest.raises(shares.TooManyShares):
-        shares.share(store, "alice", owned, "x@example.com", ["view"], None, clock.now(), limit=1)
+        shares.share(
+            store,
+            "alice",
+            owned,
+            "x@example.com",
+            ["view"],
+            None,
+            clock.now(),
+            limit=1,
+            outbox=OUTBOX,
+        )
     assert [rule.id for rule in store.owner_rules_of(owned.owner)][:1] == ["o-other"]
     assert len(store.owner_rules_of(owned.owner)) == 2
     assert store.count_shares(owned.owner) == 1
@@ -235,7 +262,9 @@ class TestUma2Grant:
             return reply.status_code
 
         assert grant() == 403
-        made = shares.share(store, "alice", photos, "bob", ["view"], None, clock.now(), limit=9)
+        made = shares.share(
+            store, "alice", photos, "bob", ["view"], None, clock.now(), limit=9, outbox=OUTBOX
+        )
         assert grant() == 200
         assert shares.stop_sharing(store, photos.owner, made.rule_id, clock.now()) == made
         assert grant() == 403

@@ -63,6 +63,7 @@ def share_with_carol(store: Store, rs_id: str, scope: str, now: int) -> None:
         limit=10,
         lifetime=3600,
         issuer="http://uma.test",
+        outbox=None,
     )
     assert made.kind == "email" and invited is not None
 

@@ -42,6 +42,7 @@ from ..runtime import runtime
 from ..services import (
     explain,
     invitations,
+    notices,
     owner_permissions,
     owner_rule_form,
     owner_rules,
@@ -595,6 +596,7 @@ def share(rs_id: str) -> BaseResponse:
                 limit=config.limits.shares_per_owner,
                 lifetime=config.sharing.invitation_lifetime,
                 issuer=config.issuer,
+                outbox=notices.Outbox.of(config),
             )
         except shares.ShareRefused as refused:
             errors[refused.field] = refused.message

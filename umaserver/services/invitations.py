@@ -34,7 +34,7 @@ from ..claims.model import email_key
 from ..policy.rule_file import rule_table
 from ..storage import Storage
 from ..storage.records import Invitation, ResourceSet, Share, User
-from . import access_history, shares
+from . import access_history, notices, shares
 from .account_claims import account_values
 
 log = logging.getLogger("umaserver.policy")
@@ -125,11 +125,14 @@ def share(
     limit: int,
     lifetime: int,
     issuer: str,
+    outbox: notices.Outbox | None,
 ) -> tuple[Share, NewInvitation | None]:
-    """`shares.share`, and an invitation when the share is by an address that no local account
-    has, in one transaction. Raises as `shares.share`."""
+    """`shares.share` (its notice through `outbox`), and an invitation when the share is by an
+    address that no local account has, in one transaction. Raises as `shares.share`."""
     with storage.transaction():
-        made = shares.share(storage, owner, resource_set, to, scopes, until, now, limit=limit)
+        made = shares.share(
+            storage, owner, resource_set, to, scopes, until, now, limit=limit, outbox=outbox
+        )
         if made.kind != "email" or has_local_account(storage, made.recipient):
             return made, None
         token = _new_token()

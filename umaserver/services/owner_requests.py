@@ -242,7 +242,8 @@ def _approved(
     if owner is None or resource_set is None:
         raise RequestRefused(None, "The resource this request was for is gone.")
     person = storage.get_username(asked.party) or asked.party_name
-    shares.share(storage, owner, resource_set, person, wanted, until, now, limit=limit)
+    # No share notice: the approval tells the person in its own words (`request_decided`).
+    shares.share(storage, owner, resource_set, person, wanted, until, now, limit=limit, outbox=None)
     if not storage.decide_request(asked.id, "approved", now, wanted):
         raise RequestRefused(None, "This request was answered meanwhile.")
     if asked.ticket_digest:

@@ -38,7 +38,7 @@ from ..policy.rule_file import PolicyError, parse_rule_table
 from ..policy.rules import Rule, RuleSet
 from ..storage import Storage
 from ..storage.records import ResourceSet, Share, ShareKind, User
-from . import access_history, owner_rules
+from . import access_history, notices, owner_rules
 from .account_claims import account_values
 
 log = logging.getLogger("umaserver.policy")
@@ -162,10 +162,13 @@ def share(
     now: int,
     *,
     limit: int,
+    outbox: notices.Outbox | None,
 ) -> Share:
     """Shares `resource_set` of `owner` (a username) with the person `to` names, for `scopes`
     (each one of the set's), until `until` (epoch seconds, from `end_of_day`; None: no end).
-    Raises ShareRefused (naming its field), TooManyShares."""
+    A local user shared with gets a notice through `outbox` (None: the caller tells the person
+    in words of its own, as an approved request does). Raises ShareRefused (naming its field),
+    TooManyShares."""
     user = storage.get_user_by_username(owner)
     if user is None or user.sub != resource_set.owner:
         raise ShareRefused(None, "Only the owner of a resource set shares it.")
@@ -195,6 +198,12 @@ def share(
         access_history.record_share(
             storage, now=now, kind="share", resource_set=resource_set, scopes=wanted, to=person.name
         )
+        shared_with = storage.get_user_by_username(person.name) if person.kind == "user" else None
+        if outbox is not None and shared_with is not None:
+            message = notices.shared_with_you(
+                outbox, owner=owner, set_name=resource_set.label, scopes=wanted, until=until
+            )
+            notices.notify(storage, outbox, message, now=now, user_sub=shared_with.sub)
     log.info(
         "shared: owner=%s rule=%s resource_set=%s kind=%s scopes=%s until=%s",
         owner,
