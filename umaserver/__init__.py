@@ -54,6 +54,7 @@ from .runtime import Runtime, install
 from .services import signing_keys
 from .services.claim_verifiers import ConfiguredVerifiers
 from .services.database import Opener
+from .services.mail_sender import MailSender
 from .services.maintenance import EXPIRED_MEMORY, CheckpointJob, PruneJob
 from .services.postgresql_opener import PostgreSQLOpener
 from .storage import is_postgresql, per_request
@@ -133,6 +134,12 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     running.install(app, fetching)
     fetching.start()
     weakref.finalize(app, fetching.stop)
+    if config.mail is not None:
+        # Notices are mailed on a thread of their own, never by a request (issue 25, item 4).
+        mailing = MailSender(opener, clock, config.mail, config.issuer)
+        app.extensions[MailSender.KEY] = mailing
+        mailing.start()
+        weakref.finalize(app, mailing.stop)
 
     error_responses.register_error_handlers(app)
     app.register_blueprint(health.bp)
