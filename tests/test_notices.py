@@ -5,9 +5,11 @@ the pages; the notices are read back from the store or from the person's page.""
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -221,3 +223,72 @@ def carol(store: Store) -> str:
     user = store.get_user_by_username("carol")
     assert user is not None
     return user.sub
+
+
+# -- /notices ------------------------------------------------------------------------------------
+
+
+def text_of(page: Any) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page.text)).split())
+
+
+def test_without_mail_bob_sees_the_share_on_his_notices_page_with_a_count(
+    app: Flask, alice: FlaskClient, flow: Flow, store: Store
+) -> None:
+    bob = store.get_user_by_username("bob")
+    assert bob is not None
+    assert notices.unseen_count(store, bob.sub) == 0
+    share(alice, flow, "bob", "view", "print", until="2026-11-28")
+    assert notices.unseen_count(store, bob.sub) == 1
+    browser = browser_of(app, "bob")
+    page = browser.get("/notices")
+    assert page.status_code == 200
+    assert page.headers["Content-Security-Policy"].startswith("default-src 'none'")
+    text = text_of(page)
+    assert "26 Nov 2026, 12:00 UTC · New alice shared Holiday photos with you" in text
+    assert "alice shared Holiday photos with you: view, print, until 28 Nov 2026." in text
+    assert "Each is also sent" not in text  # no [mail]
+    assert 'href="http://uma.test/notices"' not in page.text  # no link to the page itself
+    assert notices.unseen_count(store, bob.sub) == 0
+    assert "New" not in text_of(browser.get("/notices"))
+    # alice's own page says nothing of it.
+    assert "Nothing yet." in text_of(alice.get("/notices"))
+
+
+def test_the_notices_page_is_paginated_newest_first(
+    app: Flask, store: Store, clock: FakeClock
+) -> None:
+    bob = store.get_user_by_username("bob")
+    assert bob is not None
+    outbox = notices.Outbox("http://uma.test", mail=False)
+    total = notices.PAGE_SIZE + 5
+    for n in range(total):
+        message = notices.decision_to_party(
+            outbox, owner="alice", set_name=f"Set {n:02d}", scopes=["view"], approved=True
+        )
+        notices.notify(store, outbox, message, now=NOON - total + n, user_sub=bob.sub)
+    browser = browser_of(app, "bob")
+    first = browser.get("/notices")
+    subjects = re.findall(r"approved your request for (Set \d\d)</strong>", first.text)
+    assert subjects == [f"Set {n:02d}" for n in range(total - 1, 4, -1)]
+    found = re.search(r'href="(/notices\?before=[^"]+)" rel="next"', first.text)
+    assert found is not None
+    second = browser.get(html.unescape(found[1]))
+    subjects = re.findall(r"approved your request for (Set \d\d)</strong>", second.text)
+    assert subjects == [f"Set {n:02d}" for n in range(4, -1, -1)]
+    assert 'rel="next"' not in second.text
+    assert 'href="/notices">First page' in second.text
+    assert notices.unseen_count(store, bob.sub) == 0
+
+
+def test_the_notices_page_is_for_a_signed_in_person_and_refuses_a_broken_link(
+    app: Flask, http: FlaskClient
+) -> None:
+    reply = http.get("/notices")
+    assert reply.status_code in (302, 303)
+    assert "/signin" in reply.headers["Location"]
+    browser = browser_of(app, "carol")
+    for broken in ("/notices?before=x", "/notices?before=1.2&before=3.4"):
+        page = browser.get(broken)
+        assert page.status_code == 400
+    assert "Go back to the first page." in text_of(browser.get("/notices?before=nope"))

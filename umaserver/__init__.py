@@ -44,6 +44,7 @@ from .pages import (
     external_signin,
     history,
     invitations,
+    notices,
     policy,
     requests,
     rqp_claims,
@@ -185,6 +186,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     pages.register(app, requests.bp)
     # Invitations to shares by e-mail: the invited person's page, the owner's buttons.
     pages.register(app, invitations.bp)
+    # A person's notices (shares with them, requests, decisions).
+    pages.register(app, notices.bp)
     # The requesting party claims endpoint, and signing in at external OpenID Connect providers
     # for it (this server their relying party).
     pages.register(app, rqp_claims.bp)
