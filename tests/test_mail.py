@@ -29,8 +29,8 @@ from cryptography.x509.oid import NameOID
 from flask import Flask
 from flask.testing import FlaskClient
 
-from umaserver import create_app, secrets_at_rest
-from umaserver.config import Config, load_config
+from umaserver import secrets_at_rest
+from umaserver.config import Config
 from umaserver.services import notices
 from umaserver.services.mail_sender import FIRST_RETRY, POLL_INTERVAL, MailSender
 from umaserver.storage.records import Notice, User
@@ -378,7 +378,15 @@ def test_starttls_refuses_a_certificate_it_does_not_trust(
     assert server.inbox.mails == []
 
 
-def test_without_mail_no_sender_runs(tmp_path: Path, rules_text: str, clock: FakeClock) -> None:
-    (tmp_path / "policies.toml").write_text(rules_text, encoding="utf-8")
-    app = create_app(load_config(write_config(tmp_path)), clock=clock)
+@pytest.mark.parametrize("mail_extra", [""])
+def test_without_mail_no_sender_runs(
+    app: Flask, alice: FlaskClient, flow: Flow, store: Store
+) -> None:
     assert MailSender.KEY not in app.extensions
+    share_with_bob(alice, flow)
+    notice = bobs_notice(store)
+    assert (notice.address, notice.mail_state, notice.next_attempt_at) == (
+        "bob@example.org",
+        "none",
+        None,
+    )
