@@ -13,6 +13,7 @@ import logging
 import ssl
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from email import message_from_bytes, policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -35,7 +36,16 @@ from umaserver.services import notices
 from umaserver.services.mail_sender import FIRST_RETRY, POLL_INTERVAL, MailSender
 from umaserver.storage.records import Notice, User
 
-from .conftest import FakeClock, Party, Store, free_port, make_party, make_person, write_config
+from .conftest import (
+    FakeClock,
+    Party,
+    Store,
+    free_port,
+    make_party,
+    make_person,
+    open_store,
+    write_config,
+)
 from .flows import FlaskApi, Flow, wait_until
 from .pages_helpers import TOKEN, sign_in
 
@@ -376,6 +386,73 @@ def test_starttls_refuses_a_certificate_it_does_not_trust(
     assert "CERTIFICATE_VERIFY_FAILED" in (notice.last_error or "")
     assert notice.mail_state == "pending"
     assert server.inbox.mails == []
+
+
+@pytest.mark.parametrize("mail_options", [{"security": "tls"}])
+def test_tls_from_the_first_byte(
+    tls_files: tuple[Path, Path],
+    mail_port: int,
+    monkeypatch: pytest.MonkeyPatch,
+    app: Flask,
+    config: Config,
+    store: Store,
+    clock: FakeClock,
+) -> None:
+    monkeypatch.setenv("SSL_CERT_FILE", str(tls_files[0]))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(*tls_files)
+    server = MailServer(mail_port, server_hostname="127.0.0.1", ssl_context=context)
+    server.start()
+    try:
+        notify_carol(store, config, clock)
+        wait_until(lambda: server.inbox.mails, message="no mail arrived over TLS")
+        [(_, recipients, _mail)] = server.inbox.mails
+        assert recipients == ["carol@example.org"]
+    finally:
+        server.stop()
+
+
+# -- several senders on one database ---------------------------------------------------------------
+
+
+def test_two_senders_on_one_database_send_each_notice_once(
+    app: Flask, config: Config, store: Store, clock: FakeClock, smtp: MailServer
+) -> None:
+    """Two processes' senders (two jobs, each with its own connections) racing on the outbox."""
+    app.extensions[MailSender.KEY].stop()
+    outbox = notices.Outbox.of(config)
+    carol = make_person(store, "carol", None, {"email": "carol@example.org"})
+    for n in range(30):
+        message = notices.decision_to_party(
+            outbox, owner="alice", set_name=f"Set {n}", scopes=["view"], approved=False
+        )
+        notices.notify(store, outbox, message, now=clock.now(), user_sub=carol.sub)
+    assert config.mail is not None
+    senders = [
+        MailSender(lambda: open_store(config.database), clock, config.mail, config.issuer)
+        for _ in range(2)
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(lambda sender: [sender.run_once(limit=4) for _ in range(10)], senders))
+    assert sum(run.sent for runs_of_one in runs for run in runs_of_one) == 30
+    ids = [mail["Message-ID"] for _, _, mail in smtp.inbox.mails]
+    assert len(ids) == len(set(ids)) == 30
+    assert {n.mail_state for n in store.notices_of(carol.sub, 100)} == {"sent"}
+
+
+def test_a_notice_held_by_a_sender_that_died_is_sent_after_its_lease(
+    app: Flask, config: Config, store: Store, clock: FakeClock, smtp: MailServer
+) -> None:
+    sender: MailSender = app.extensions[MailSender.KEY]
+    sender.stop()
+    carol = notify_carol(store, config, clock)
+    [held] = store.claim_due_mail(clock.now(), clock.now() + 600, 10)  # and never recorded
+    assert sender.run_once().total == 0
+    clock.advance(600)
+    assert sender.run_once().sent == 1
+    [notice] = store.notices_of(carol.sub, 10)
+    assert (notice.id, notice.mail_state, notice.attempts) == (held.id, "sent", 2)
+    assert len(smtp.inbox.mails) == 1
 
 
 @pytest.mark.parametrize("mail_extra", [""])
