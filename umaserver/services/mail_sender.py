@@ -158,8 +158,10 @@ class MailSender(BackgroundJob):
                             failed += 1
                     break
                 else:
-                    storage.record_mail_sent(notice.id, notice.attempts)
-                    log.info("mailed notice %s (%s)", notice.id, notice.kind)
+                    if storage.record_mail_sent(notice.id, notice.attempts):
+                        log.info("mailed notice %s (%s)", notice.id, notice.kind)
+                    else:  # the batch outlived its lease: another sender may have taken it
+                        log.warning("mailed notice %s after its claim had passed", notice.id)
                     sent += 1
         finally:
             try:
