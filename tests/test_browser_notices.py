@@ -90,7 +90,7 @@ def test_alice_shares_with_bob_who_gets_a_mail_and_a_notice(
     assert mail["Subject"] == "alice shared Holiday photos with you"
     assert mail["From"] == "Photos <uma@example.org>"
 
-    submit(browser, "footer button[type=submit]")  # alice signs out
+    submit(browser, "header form.signout button[type=submit]")  # alice signs out
     browser.get(server.url + "/notices")
     assert urlsplit(browser.current_url).path == "/signin"
     fill_in(browser, "bob", "bob's password")
