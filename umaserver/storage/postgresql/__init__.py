@@ -33,8 +33,8 @@ How the contract's promises are kept:
   then its set, a registration update its set then the set's tickets). PostgreSQL breaks a
   deadlock by aborting one of them; that one meets `StorageUnavailable` (503 with `Retry-After`,
   nothing of it committed), as does a lock waited on past `connection.LOCK_TIMEOUT_MS`.
-* The queue of fetches (`claim_fetch_work`) takes due rows with `FOR UPDATE SKIP LOCKED`: racing
-  jobs take different rows and never wait on each other.
+* The queue of fetches (`claim_fetch_work`) and the mail outbox (`claim_due_mail`) take due rows
+  with `FOR UPDATE SKIP LOCKED`: racing jobs take different rows and never wait on each other.
 
 A server that cannot be reached, a connection cut, a shutdown, too many connections, a full disk
 or a read-only standby raise `StorageUnavailable`; a broken connection is replaced before the
