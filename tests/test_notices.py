@@ -20,6 +20,7 @@ from umaserver.services import notices
 from umaserver.services.maintenance import prune
 from umaserver.storage.records import Notice
 
+from . import test_request_pages as request_pages
 from .conftest import FakeClock, Party, Store, make_party, make_person, write_config
 from .flows import FlaskApi, Flow
 from .pages_helpers import TOKEN, sign_in
@@ -292,3 +293,38 @@ def test_the_notices_page_is_for_a_signed_in_person_and_refuses_a_broken_link(
         page = browser.get(broken)
         assert page.status_code == 400
     assert "Go back to the first page." in text_of(browser.get("/notices?before=nope"))
+
+
+# -- the owner's answer to a request -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mail_config", [MAIL])
+def test_the_owners_answers_are_notices_to_the_person_who_asked(
+    alice: FlaskClient, flow: Flow, store: Store
+) -> None:
+    # bob's client asks for view and print; alice approves view only, until a day.
+    assert request_pages.ask(flow, flow.ticket("view", "print")) == (403, "request_submitted")
+    [asked] = request_pages.request_ids(alice.get("/policy/requests"))
+    reply = request_pages.answer(
+        alice, asked, action="approve", scopes=["view"], until="2026-11-28"
+    )
+    assert reply.status_code == 303
+    [approved] = notices_of(store, "bob")  # the share it made says nothing of its own
+    assert (approved.kind, approved.subject) == (
+        "approved",
+        "alice approved your request for Holiday photos",
+    )
+    assert approved.body.startswith(
+        "alice approved your request for Holiday photos: view, until 28 Nov 2026.\n"
+    )
+    assert (approved.address, approved.mail_state) == ("bob@example.org", "pending")
+
+    assert request_pages.ask(flow, flow.ticket("print")) == (403, "request_submitted")
+    [asked] = request_pages.request_ids(alice.get("/policy/requests"))
+    assert request_pages.answer(alice, asked, action="deny").status_code == 303
+    denied, _ = notices_of(store, "bob")
+    assert (denied.kind, denied.body) == (
+        "denied",
+        "alice denied your request to print Holiday photos.\n",
+    )
+    assert notices_of(store, "alice") == []

@@ -19,7 +19,7 @@ from flask import Blueprint, abort, redirect, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from ..runtime import runtime
-from ..services import owner_requests, shares
+from ..services import notices, owner_requests, shares
 from ..storage.per_request import storage
 from ..storage.records import AccessRequest, User
 from . import csrf, sessions
@@ -145,8 +145,9 @@ def answer(request_id: str) -> BaseResponse:
         abort(404)
     errors: dict[str | None, str] = {}
     try:
+        outbox = notices.Outbox.of(runtime().config)
         if action == "deny":
-            owner_requests.deny(store, user.sub, request_id, now)
+            owner_requests.deny(store, user.sub, request_id, now, outbox=outbox)
         else:
             # No scope checked: all of those asked (the decision).
             until = shares.end_of_day(until_text, now)
@@ -158,6 +159,7 @@ def answer(request_id: str) -> BaseResponse:
                 until,
                 now,
                 limit=runtime().config.limits.shares_per_owner,
+                outbox=outbox,
             )
     except (owner_requests.RequestRefused, shares.ShareRefused) as refused:
         # A share refused for its `to` is about the person: the whole request.

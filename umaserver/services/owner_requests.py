@@ -33,7 +33,7 @@ from .. import secrets_at_rest
 from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import AccessRequest, Client, Event, RequestedPermission
-from . import shares
+from . import notices, shares
 
 log = logging.getLogger("umaserver.requests")
 
@@ -164,10 +164,30 @@ def request_filed(storage: Storage, request: AccessRequest, rs_name: str) -> Non
     )
 
 
-def request_decided(storage: Storage, request: AccessRequest) -> None:
-    """The moment the owner answers a request (in its transaction): where the person is to be
-    told."""
+def request_decided(
+    storage: Storage,
+    request: AccessRequest,
+    *,
+    outbox: notices.Outbox | None,
+    set_name: str,
+    now: int,
+    until: int | None = None,
+) -> None:
+    """The moment the owner answers a request (in its transaction): the person who asked gets a
+    notice of the answer through `outbox` (None: none)."""
     log.info("request %s: id=%s owner=%s", request.status, request.id, request.owner)
+    owner = storage.get_username(request.owner)
+    if outbox is None or owner is None:
+        return
+    message = notices.decision_to_party(
+        outbox,
+        owner=owner,
+        set_name=set_name,
+        scopes=request.approved_scopes or request.scopes,
+        approved=request.status == "approved",
+        until=until,
+    )
+    notices.notify(storage, outbox, message, now=now, user_sub=request.party)
 
 
 def requests_for_owner(
@@ -205,10 +225,12 @@ def approve(
     now: int,
     *,
     limit: int,
+    outbox: notices.Outbox | None = None,
 ) -> AccessRequest:
     """The owner approves the request for `scopes` (those asked; none given: all of them) until
     `until` (epoch seconds from `shares.end_of_day`; None: no end): a share with the person, and
-    the request's ticket narrowed to those scopes. Raises RequestRefused, shares.ShareRefused."""
+    the request's ticket narrowed to those scopes; the person gets a notice through `outbox`
+    (None: none). Raises RequestRefused, shares.ShareRefused."""
     # A client's request locks its ticket, then the ticket's request: so does an approval (which
     # narrows the ticket), lest the two wait for each other. A 2.0 ticket rotated in between
     # is found again.
@@ -220,7 +242,7 @@ def approve(
             asked = _pending_of(storage, owner_sub, request_id, now)
             if asked.ticket_digest != seen.ticket_digest:
                 continue
-            return _approved(storage, owner_sub, asked, scopes, until, now, limit)
+            return _approved(storage, owner_sub, asked, scopes, until, now, limit, outbox)
     raise RequestRefused(None, "The app is asking again right now: try once more.")
 
 
@@ -232,6 +254,7 @@ def _approved(
     until: int | None,
     now: int,
     limit: int,
+    outbox: notices.Outbox | None,
 ) -> AccessRequest:
     wanted = tuple(dict.fromkeys(scopes)) or asked.scopes
     for scope in wanted:
@@ -252,13 +275,22 @@ def _approved(
         )
     decided = storage.get_request(asked.id) or asked
     _event(storage, decided, resource_set.label, wanted, "approval", "approved", now)
-    request_decided(storage, decided)
+    request_decided(
+        storage, decided, outbox=outbox, set_name=resource_set.label, now=now, until=until
+    )
     return decided
 
 
-def deny(storage: Storage, owner_sub: str, request_id: str, now: int) -> AccessRequest:
-    """The owner denies the request: the client's next request with its ticket is told so.
-    Raises RequestRefused."""
+def deny(
+    storage: Storage,
+    owner_sub: str,
+    request_id: str,
+    now: int,
+    *,
+    outbox: notices.Outbox | None = None,
+) -> AccessRequest:
+    """The owner denies the request: the client's next request with its ticket is told so, and
+    the person gets a notice through `outbox` (None: none). Raises RequestRefused."""
     with storage.transaction():
         asked = _pending_of(storage, owner_sub, request_id, now)
         if not storage.decide_request(asked.id, "denied", now):
@@ -267,7 +299,7 @@ def deny(storage: Storage, owner_sub: str, request_id: str, now: int) -> AccessR
         decided = storage.get_request(asked.id) or asked
         label = resource_set.label if resource_set is not None else asked.resource_set_id
         _event(storage, decided, label, asked.scopes, "denial", "denied", now)
-        request_decided(storage, decided)
+        request_decided(storage, decided, outbox=outbox, set_name=label, now=now)
     return decided
 
 
