@@ -299,11 +299,19 @@ def test_the_notices_page_is_for_a_signed_in_person_and_refuses_a_broken_link(
 
 
 @pytest.mark.parametrize("mail_config", [MAIL])
-def test_the_owners_answers_are_notices_to_the_person_who_asked(
+def test_a_request_is_a_notice_to_the_owner_and_the_answer_one_to_the_person(
     alice: FlaskClient, flow: Flow, store: Store
 ) -> None:
     # bob's client asks for view and print; alice approves view only, until a day.
     assert request_pages.ask(flow, flow.ticket("view", "print")) == (403, "request_submitted")
+    [to_alice] = notices_of(store, "alice")
+    assert (to_alice.kind, to_alice.subject, to_alice.link) == (
+        "request",
+        "bob asks to view, print Holiday photos",
+        "http://uma.test/policy/requests",
+    )
+    assert "bob asks, through the app " in to_alice.body
+    assert (to_alice.address, to_alice.mail_state) == (None, "none")  # alice has no address
     [asked] = request_pages.request_ids(alice.get("/policy/requests"))
     reply = request_pages.answer(
         alice, asked, action="approve", scopes=["view"], until="2026-11-28"
@@ -327,4 +335,4 @@ def test_the_owners_answers_are_notices_to_the_person_who_asked(
         "denied",
         "alice denied your request to print Holiday photos.\n",
     )
-    assert notices_of(store, "alice") == []
+    assert [n.kind for n in notices_of(store, "alice")] == ["request", "request"]

@@ -316,6 +316,9 @@ class TestUma2:
             "Keycloak app",
             ("view", "print"),
         )
+        # alice is told once, however often the client polls.
+        [told] = store.notices_of(photos.owner, 10)
+        assert (told.kind, told.subject) == ("request", "bob asks to view, print Photos")
         owner_requests.approve(store, photos.owner, asked.id, ["print"], None, clock.now(), limit=9)
         status, body = self.grant(http, bob, ticket)
         assert status == 200, body

@@ -7,6 +7,7 @@ from flask import Blueprint, Response
 from ..error_responses import json_response
 from ..errors import NotAuthorized, RequestSubmitted, ServerError
 from ..runtime import runtime
+from ..services import notices
 from ..services.authorization import request_authorization
 from ..services.decision import sign_in_providers
 from ..storage.per_request import storage
@@ -45,6 +46,7 @@ def authorization_request() -> Response:
         jwt=uma.jwt_rpts,
         submit_request=body.get("submit_request", False),
         sharing=uma.config.sharing,
+        outbox=notices.Outbox.of(uma.config),
     )
     if outcome.kind == "request_submitted":
         raise RequestSubmitted(extra={"interval": outcome.interval})

@@ -25,7 +25,7 @@ from flask import request as flask_request
 
 from ..errors import InvalidToken
 from ..runtime import runtime
-from ..services import keycloak_permissions, uma_grant
+from ..services import keycloak_permissions, notices, uma_grant
 from ..services.account_claims import account_claims
 from ..services.accounts import find_access_token
 from ..services.decision import Supplier, sign_in_providers
@@ -155,6 +155,7 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 jwt=uma.jwt_rpts,
                 rpt_issuer=rpt_issuer,
                 sharing=config.sharing,
+                outbox=notices.Outbox.of(config),
             )
         else:
             answer = uma_grant.request_rpt(
@@ -179,5 +180,6 @@ class UmaTicketGrant(grants.BaseGrant, grants.TokenEndpointMixin):  # type: igno
                 jwt=uma.jwt_rpts,
                 rpt_issuer=rpt_issuer,
                 sharing=config.sharing,
+                outbox=notices.Outbox.of(config),
             )
         return answer.status, answer.body, [("Cache-Control", "no-store"), ("Pragma", "no-cache")]

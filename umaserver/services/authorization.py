@@ -24,7 +24,7 @@ from ..policy.decision import NeededClaim, redirect_label
 from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import AccessToken, Client, Ticket
-from . import access_history, gathering, owner_requests, rpts
+from . import access_history, gathering, notices, owner_requests, rpts
 from .account_claims import account_claims
 from .decision import (
     MissingResourceSet,
@@ -87,6 +87,7 @@ def request_authorization(
     rpt_issuer: str | None = None,
     submit_request: bool = False,
     sharing: SharingSettings | None = None,
+    outbox: notices.Outbox | None = None,
 ) -> Outcome:
     """`rules` gives the rules of the ticket's owner, read in the request's transaction.
     `server_issuer` and `sign_in_providers` (issuer -> display name) are where this server can
@@ -198,6 +199,7 @@ def request_authorization(
                     party=aat.user_sub,
                     now=now,
                     rs_name=decision.pairs[0][0].label,
+                    outbox=outbox,
                 )
                 if submit_request and sharing is not None
                 else None

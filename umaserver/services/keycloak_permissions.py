@@ -33,7 +33,7 @@ from ..errors import APIError, InvalidRequest, InvalidScope, TemporarilyUnavaila
 from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import Claim, Client, RequestedPermission, ResourceSet, Rpt
-from . import access_history, owner_requests
+from . import access_history, notices, owner_requests
 from .decision import RulesFor, Supplier, decide_ticket, owner_name
 from .signing_keys import JwtRpts
 from .uma_grant import Answer, grant_rpt, own_rpt, read_claim_token
@@ -207,6 +207,7 @@ def request_permissions(
     jwt: JwtRpts | None = None,
     rpt_issuer: str = "",
     sharing: SharingSettings | None = None,
+    outbox: notices.Outbox | None = None,
 ) -> Answer:
     """Keycloak's ticketless grant (see the module): `client` acts for `party` with `claims`.
     With `jwt`, a grant mints a JWT RPT whose `iss` is `rpt_issuer` (the realm's issuer)."""
@@ -223,7 +224,7 @@ def request_permissions(
         granted, whole = decide_permissions(storage, rules, supplier, party, claims, pairs, now)
         asked: set[str] = set()
         if submit_request and not whole and sharing is not None:
-            asked = _ask_owners(storage, sharing, client, party, pairs, granted, now)
+            asked = _ask_owners(storage, sharing, client, party, pairs, granted, now, outbox)
         answer = _answer(
             storage, client, party, granted, whole, response_mode, bool(asked), upgrading,
             unverified_rpt, now, lifetimes, rpt_key, jwt, rpt_issuer,
@@ -285,6 +286,7 @@ def _ask_owners(
     pairs: Sequence[RequestedPermission],
     granted: list[tuple[ResourceSet, tuple[str, ...]]],
     now: int,
+    outbox: notices.Outbox | None,
 ) -> set[str]:
     """Asks each set's owner for the scopes of it the rules refused `party`; the ids of the sets
     asked (a request filed, or waiting already)."""
@@ -305,6 +307,7 @@ def _ask_owners(
             party=party,
             now=now,
             rs_name=resource_set.label,
+            outbox=outbox,
         )
         if filed is not None and filed.request is not None:
             asked.add(resource_set.id)

@@ -97,6 +97,7 @@ def file_request(
     party: str | None,
     now: int,
     rs_name: str,
+    outbox: notices.Outbox | None = None,
 ) -> Filed | None:
     """Asks `owner` (a sub) for what the rules refused `party` (a user's sub): `pairs`, one
     (set, scopes) pair, on the ticket the client polls with from now on (`ticket_digest`: the
@@ -104,8 +105,8 @@ def file_request(
     simply asks again). None when the flag changes nothing here (no person behind the token or
     owning the set, several pairs asked, requests turned off, the ticket asked already); a `Filed`
     with the request waiting when the same person asked for the same without a ticket before,
-    without a request when the person has too many pending.
-    In the caller's transaction."""
+    without a request when the person has too many pending. A new request is a notice to the
+    owner through `outbox` (None: none). In the caller's transaction."""
     if party is None or len(pairs) != 1:
         return None
     person = storage.get_user(party)
@@ -148,12 +149,15 @@ def file_request(
     if ticket_digest is not None:
         # The ticket lives as long as its request.
         storage.extend_ticket(ticket_digest, request.expires_at)
-    request_filed(storage, request, rs_name)
+    request_filed(storage, request, rs_name, outbox)
     return Filed(request=request)
 
 
-def request_filed(storage: Storage, request: AccessRequest, rs_name: str) -> None:
-    """The moment a request is filed (in its transaction): where the owner is to be told."""
+def request_filed(
+    storage: Storage, request: AccessRequest, rs_name: str, outbox: notices.Outbox | None
+) -> None:
+    """The moment a request is filed (in its transaction): the owner gets a notice through
+    `outbox` (None: none)."""
     log.info(
         "request filed: id=%s owner=%s resource_set=%s scopes=%s client=%s",
         request.id,
@@ -162,6 +166,15 @@ def request_filed(storage: Storage, request: AccessRequest, rs_name: str) -> Non
         ",".join(request.scopes),
         request.client_id,
     )
+    if outbox is not None:
+        message = notices.request_to_owner(
+            outbox,
+            party=request.party_name,
+            client_name=request.client_name,
+            set_name=rs_name,
+            scopes=request.scopes,
+        )
+        notices.notify(storage, outbox, message, now=request.created_at, user_sub=request.owner)
 
 
 def request_decided(

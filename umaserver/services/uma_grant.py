@@ -40,7 +40,7 @@ from ..policy.decision import NeededClaim
 from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import Claim, Client, Pct, RequestedPermission, ResourceSet, Rpt, Ticket
-from . import access_history, owner_requests, rpts
+from . import access_history, notices, owner_requests, rpts
 from .decision import MissingResourceSet, RulesFor, Supplier, decide_ticket, gatherable, owner_name
 from .pushed_claims import (
     MAX_TICKET_REQUESTS,
@@ -108,6 +108,7 @@ def request_rpt(
     jwt: JwtRpts | None = None,
     rpt_issuer: str | None = None,
     sharing: SharingSettings | None = None,
+    outbox: notices.Outbox | None = None,
 ) -> Answer:
     """`rules` gives the rules of the ticket's owner, read in the request's transaction; the
     claims interaction endpoint can gather claims of this server (`server_issuer`) and of the
@@ -244,6 +245,7 @@ def request_rpt(
                     party=person,
                     now=now,
                     rs_name=decision.pairs[0][0].label,
+                    outbox=outbox,
                 )
                 if request.submit_request and sharing is not None
                 else None
