@@ -10,6 +10,7 @@ import datetime as dt
 import ipaddress
 import json
 import logging
+import re
 import ssl
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from email import message_from_bytes, policy
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from aiosmtpd.controller import Controller
@@ -40,6 +42,7 @@ from .conftest import (
     FakeClock,
     Party,
     Store,
+    dump_database,
     free_port,
     make_party,
     make_person,
@@ -162,6 +165,38 @@ def share_with_bob(alice: FlaskClient, flow: Flow) -> None:
         data={"to": "bob", "scopes": ["view", "print"], "csrf_token": found[1]},
     )
     assert reply.status_code == 303, reply.text
+
+
+def share_with(alice: FlaskClient, flow: Flow, to: str) -> str:
+    """alice's Share form for `to`: the page it returns to."""
+    page = f"/policy/resource_set/{flow.rs_id}"
+    found = TOKEN.search(alice.get(page).text)
+    assert found is not None
+    reply = alice.post(
+        f"{page}/shares", data={"to": to, "scopes": ["view"], "csrf_token": found[1]}
+    )
+    assert reply.status_code == 303, reply.text
+    return alice.get(urlsplit(reply.headers["Location"]).path).text
+
+
+def test_an_invitation_mails_its_link_to_the_address_and_forgets_it_once_sent(
+    alice: FlaskClient, flow: Flow, app: Flask, smtp: MailServer, config: Config
+) -> None:
+    page = share_with(alice, flow, "Carol@Example.org")
+    shown = re.search(r"http://uma\.test/invitations/[A-Za-z0-9_-]{22,}", page)
+    assert shown is not None, page  # shown once to alice, and mailed to carol
+    wait_until(lambda: smtp.inbox.mails, message="the invitation did not arrive")
+    [(_, recipients, mail)] = smtp.inbox.mails
+    assert recipients == ["Carol@Example.org"]
+    assert mail["Subject"] == "alice shared Holiday photos with you"
+    body = mail.get_content().replace("\r\n", "\n")
+    assert f"\n\n{shown[0]}\n\n" in body
+    assert "it works once, until" in body
+    # The link works for carol (the invitation's page); once mailed, the database no longer
+    # holds it (the invitation's token is kept as a digest only).
+    assert app.test_client().get(urlsplit(shown[0]).path).status_code == 200
+    token = shown[0].rsplit("/", 1)[1]
+    wait_until(lambda: token not in dump_database(config.database), message="the link is kept")
 
 
 def bobs_notice(store: Store) -> Notice:

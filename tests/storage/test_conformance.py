@@ -2342,3 +2342,39 @@ def test_notices_are_deleted_before_a_moment_in_batches_unless_mail_is_pending(
     assert store.delete_notices_before(T + 4, 3) == 0
     assert [found.created_at for found in store.notices_of(bob.sub, 10)] == [T + 4]
     assert [found.id for found in store.claim_due_mail(T + 999, T + 2000, 10)] == ["waiting"]
+
+
+def test_an_invitations_link_is_forgotten_once_its_mail_is_done(store: Storage) -> None:
+    # (An invitation's notice is for an address; one for a user reads back here.)
+    carol = make_user(store, "carol")
+    for notice_id in ("sent", "given-up", "retried"):
+        store.add_notice(
+            notice(
+                T,
+                carol.sub,
+                notice_id,
+                kind="invitation",
+                body="Follow https://uma.example/invitations/secret",
+                link="https://uma.example/invitations/secret",
+                mail_state="pending",
+                next_attempt_at=T,
+            )
+        )
+    store.add_notice(notice(T, carol.sub, "share", mail_state="pending", next_attempt_at=T))
+    assert len(store.claim_due_mail(T, T + 60, 10)) == 4
+    assert store.record_mail_sent("sent", 1)
+    assert store.record_mail_sent("share", 1)
+    assert store.record_mail_failure("given-up", 1, "550 no", None)
+    assert store.record_mail_failure("retried", 1, "421 later", T + 60)
+    by_id = {found.id: found for found in store.notices_of(carol.sub, 10)}
+    assert by_id["retried"].link == "https://uma.example/invitations/secret"  # tried again
+    for done in ("sent", "given-up"):
+        assert (by_id[done].body, by_id[done].link) == ("", ""), done
+    # A share's notice keeps its words.
+    assert (by_id["share"].body, by_id["share"].link) == (
+        notice(T, None).body,
+        notice(T, None).link,
+    )
+    [retried] = store.claim_due_mail(T + 60, T + 120, 10)
+    assert store.record_mail_sent(retried.id, 2)
+    assert {found.id: found.link for found in store.notices_of(carol.sub, 10)}["retried"] == ""

@@ -30,7 +30,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from .. import secrets_at_rest
 from ..runtime import runtime
-from ..services import accounts, invitations, shares
+from ..services import accounts, invitations, notices, shares
 from ..storage.per_request import storage
 from ..storage.records import ResourceSet, User
 from . import csrf, sessions
@@ -273,6 +273,7 @@ def new_link(rs_id: str, rule_id: str) -> BaseResponse:
         runtime().clock.now(),
         lifetime=config.sharing.invitation_lifetime,
         issuer=config.issuer,
+        outbox=notices.Outbox.of(config),
     )
     # Gone already (accepted, cancelled, stopped): the page shows it is no longer pending.
     if made is not None:

@@ -99,11 +99,35 @@ def has_local_account(storage: Storage, address: str) -> bool:
 
 
 def invitation_created(
-    storage: Storage, new: NewInvitation, owner: str, resource_set: ResourceSet
+    storage: Storage,
+    new: NewInvitation,
+    owner: str,
+    resource_set: ResourceSet,
+    scopes: Sequence[str],
+    outbox: notices.Outbox | None,
 ) -> None:
     """Told of every new link (a share by address, or "New link"), inside the transaction that
-    made it, so that a notice queued here is written with it or not at all: the place for the
-    mail notice to the address (issue 25, item 4). Logs it, never the link."""
+    made it, so that its notice is written with it or not at all: with `[mail]` (`outbox.mail`),
+    the link is mailed to the address (issue 25, item 4). Without mail no notice is written: no
+    page shows an address's notices, and the link would only sit in the database (the store
+    keeps an invitation's token only as a digest; a notice forgets the link once mailed). Logs
+    it, never the link."""
+    if outbox is not None and outbox.mail:
+        message = notices.invitation(
+            outbox,
+            owner=owner,
+            set_name=resource_set.label,
+            scopes=scopes,
+            link=new.link,
+            expires_at=new.invitation.expires_at,
+        )
+        notices.notify(
+            storage,
+            outbox,
+            message,
+            now=new.invitation.created_at,
+            address=new.invitation.address,
+        )
     log.info(
         "invitation: owner=%s rule=%s resource_set=%s expires_at=%s",
         owner,
@@ -147,7 +171,7 @@ def share(
         if not storage.add_invitation(invitation):
             raise RuntimeError(f"the share {made.rule_id!r} was not there to invite to")
         new = NewInvitation(invitation, link_of(issuer, token))
-        invitation_created(storage, new, owner, resource_set)
+        invitation_created(storage, new, owner, resource_set, made.scopes, outbox)
     return made, new
 
 
@@ -171,6 +195,7 @@ def new_link(
     *,
     lifetime: int,
     issuer: str,
+    outbox: notices.Outbox | None,
 ) -> NewInvitation | None:
     """A new token for the unused invitation of the owner's share `rule_id` on `resource_set`,
     valid `lifetime` seconds from now; the old link is dead. None when there is no such
@@ -185,7 +210,7 @@ def new_link(
             return None
         invitation = Invitation(digest, rule_id, owner.sub, found.recipient, now, now + lifetime)
         new = NewInvitation(invitation, link_of(issuer, token))
-        invitation_created(storage, new, owner.username, resource_set)
+        invitation_created(storage, new, owner.username, resource_set, found.scopes, outbox)
     return new
 
 

@@ -831,7 +831,8 @@ class Notices(Protocol):
 
     def record_mail_sent(self, notice_id: str, attempts: int) -> bool:
         """Marks the mail sent (no next attempt, no error), when the notice is still pending at
-        `attempts` (the claim's); False (nothing changed) otherwise."""
+        `attempts` (the claim's); False (nothing changed) otherwise. An invitation's body and
+        link (its secret) are forgotten (empty) once sent, or once failed for good."""
         ...
 
     def record_mail_failure(

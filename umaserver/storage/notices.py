@@ -13,7 +13,9 @@ _COLUMNS = (
 
 
 class Notices(Handle):
-    """Notices by person and time (`seq` orders those of one second), and the mail due."""
+    """Notices by person and time (`seq` orders those of one second), and the mail due. An
+    invitation's notice carries its link, a secret the store otherwise keeps only as a digest:
+    once the mail is sent (or given up on) its body and link are forgotten."""
 
     def add_notice(self, notice: Notice) -> None:
         self._write(
@@ -94,7 +96,9 @@ class Notices(Handle):
     def record_mail_sent(self, notice_id: str, attempts: int) -> bool:
         return (
             self._write(
-                "UPDATE notices SET mail_state = 'sent', next_attempt_at = NULL, last_error = NULL"
+                "UPDATE notices SET mail_state = 'sent', next_attempt_at = NULL, last_error = NULL,"
+                " body = CASE WHEN kind = 'invitation' THEN '' ELSE body END,"
+                " link = CASE WHEN kind = 'invitation' THEN '' ELSE link END"
                 " WHERE id = ? AND mail_state = 'pending' AND attempts = ?",
                 (notice_id, attempts),
             )
@@ -104,17 +108,14 @@ class Notices(Handle):
     def record_mail_failure(
         self, notice_id: str, attempts: int, error: str, next_attempt_at: int | None
     ) -> bool:
+        state = "failed" if next_attempt_at is None else "pending"
         return (
             self._write(
-                "UPDATE notices SET mail_state = ?, next_attempt_at = ?, last_error = ?"
+                "UPDATE notices SET mail_state = ?, next_attempt_at = ?, last_error = ?,"
+                " body = CASE WHEN ? = 'failed' AND kind = 'invitation' THEN '' ELSE body END,"
+                " link = CASE WHEN ? = 'failed' AND kind = 'invitation' THEN '' ELSE link END"
                 " WHERE id = ? AND mail_state = 'pending' AND attempts = ?",
-                (
-                    "failed" if next_attempt_at is None else "pending",
-                    next_attempt_at,
-                    error,
-                    notice_id,
-                    attempts,
-                ),
+                (state, next_attempt_at, error, state, state, notice_id, attempts),
             )
             == 1
         )
