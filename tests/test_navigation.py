@@ -48,6 +48,7 @@ def links_of(header: str) -> list[tuple[str, str, str | None]]:
         ("/policy", ("/policy", "page")),
         ("/policy/history", ("/policy/history", "page")),
         ("/account", ("/account", "page")),
+        ("/notices", ("/notices", "page")),
     ],
 )
 def test_every_page_has_the_navigation_with_the_current_one_marked(
@@ -60,6 +61,7 @@ def test_every_page_has_the_navigation_with_the_current_one_marked(
         ("/policy", "Resource sets"),
         ("/policy/requests", "Requests"),
         ("/policy/history", "History"),
+        ("/notices", "Notices"),
         ("/account", "Account"),
     ]
     marked = [(href, mark) for href, _, mark in links if mark]

@@ -242,8 +242,11 @@ def test_without_mail_bob_sees_the_share_on_his_notices_page_with_a_count(
     share(alice, flow, "bob", "view", "print", until="2026-11-28")
     assert notices.unseen_count(store, bob.sub) == 1
     browser = browser_of(app, "bob")
+    # The header counts it on every page, beside Notices.
+    assert 'Notices <span class="badge" aria-label="1 new">1</span>' in browser.get("/account").text
     page = browser.get("/notices")
     assert page.status_code == 200
+    assert 'class="badge"' not in page.text  # seen now
     assert page.headers["Content-Security-Policy"].startswith("default-src 'none'")
     text = text_of(page)
     assert "26 Nov 2026, 12:00 UTC · New alice shared Holiday photos with you" in text

@@ -1,5 +1,5 @@
 """The header's navigation for a signed-in person: Resource sets, Requests (with a count),
-History, Account, Sign out, the current one marked (`aria-current`).
+History, Notices (with a count), Account, Sign out, the current one marked (`aria-current`).
 
 `header_counts(user)` is the one place where the header's counts come from: a dict such as
 `{"requests": N, "notices": M}`; a count that is missing or 0 shows no badge."""
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from flask import request
 
 from ..runtime import runtime
-from ..services import owner_requests
+from ..services import notices, owner_requests
 from ..storage.per_request import storage
 from ..storage.records import User
 from . import sessions
@@ -29,6 +29,7 @@ NAV_ITEMS = (
     NavItem("sets", "Resource sets", "/policy"),
     NavItem("requests", "Requests", "/policy/requests"),
     NavItem("history", "History", "/policy/history"),
+    NavItem("notices", "Notices", "/notices"),
     NavItem("account", "Account", "/account"),
 )
 
@@ -36,7 +37,11 @@ NAV_ITEMS = (
 def header_counts(user: User) -> dict[str, int]:
     """What the header counts for `user`: {"requests": pending requests to answer, "notices":
     notices not seen yet}."""
-    return {"requests": owner_requests.pending_count(storage(), user.sub, runtime().clock.now())}
+    store = storage()
+    return {
+        "requests": owner_requests.pending_count(store, user.sub, runtime().clock.now()),
+        "notices": notices.unseen_count(store, user.sub),
+    }
 
 
 def current_item(path: str) -> tuple[str | None, bool]:
