@@ -27,6 +27,9 @@ CHROMEDRIVER = Path("/usr/bin/chromedriver")
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 PHONE = (390, 844)
 DESKTOP = (1280, 900)
+# The screens the pages are looked at on: exactly these many CSS pixels of page (the window's
+# frame is not counted), a desktop's and a phone's.
+SCREENS = {"desktop": (1280, 800), "phone": (390, 844)}
 
 
 def chromium_driver(profile: Path, phone: bool = False) -> webdriver.Chrome:
@@ -57,6 +60,22 @@ def chromium_driver(profile: Path, phone: bool = False) -> webdriver.Chrome:
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(30)
     return driver
+
+
+def screen_driver(profile: Path, screen: str) -> webdriver.Chrome:
+    """Chromium showing pages on the screen `screen` names (a key of SCREENS) exactly."""
+    phone = screen == "phone"
+    driver = chromium_driver(profile, phone=phone)
+    metrics(driver, *SCREENS[screen], phone)
+    return driver
+
+
+def metrics(driver: webdriver.Chrome, width: int, height: int, phone: bool) -> None:
+    """The page's screen: exactly `width` x `height` CSS pixels."""
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": phone},
+    )
 
 
 class Screenshots:

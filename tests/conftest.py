@@ -497,6 +497,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items[:] = [item for item in items if item not in sqlite_only]
 
 
+# -- The browser tests' screens ---------------------------------------------------------------
+
+
+@pytest.fixture(params=["desktop", "phone"])
+def screen(request: pytest.FixtureRequest) -> str:
+    """A browser test that takes `browser` (and defines none of its own) runs on each screen of
+    tests/browser.py's SCREENS: 1280x800 and a phone's 390x844."""
+    return str(request.param)
+
+
+@pytest.fixture
+def browser(screen: str, tmp_path: Path) -> Iterator[Any]:
+    from .browser import screen_driver  # selenium only for the tests that drive a browser
+
+    driver = screen_driver(tmp_path / "profile", screen)
+    yield driver
+    driver.quit()
+
+
 @pytest.fixture
 def live_server(tmp_path: Path, rules_text: str) -> Iterator[LiveServer]:
     server = start_server(tmp_path, rules_text=rules_text)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 
-from .browser import Screenshots, chromium_driver
+from .browser import Screenshots
 from .conftest import LiveServer, start_server, stop_server
 from .test_browser_rqp_claims import RULES, STATE, ClientApp, _back_at_client, _client_app
 from .test_browser_signin import fill_in, submit
@@ -57,13 +56,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         )
     yield live
     stop_server(live)
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    driver = chromium_driver(tmp_path / "profile")
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture

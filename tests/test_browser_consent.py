@@ -7,7 +7,6 @@ fails to load. Every page visited leaves a screenshot in tests/screenshots/."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -18,7 +17,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 
-from .browser import Screenshots, chromium_driver
+from .browser import Screenshots
 from .conftest import LiveServer, free_port, start_server, stop_server
 from .test_browser_signin import fill_in, submit
 
@@ -32,13 +31,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         live.command("user", "create", name, "--password-stdin", input=f"{name}'s password\n")
     yield live
     stop_server(live)
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    driver = chromium_driver(tmp_path / "profile")
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture
@@ -98,19 +90,20 @@ def decide(browser: WebDriver, decision: str) -> None:
 
 
 def test_the_consent_page_says_the_app_acts_with_the_persons_username_roles_and_groups(
-    server: LiveServer, browser: WebDriver, shots: Screenshots
+    server: LiveServer, browser: WebDriver, shots: Screenshots, screen: str
 ) -> None:
+    dora = f"dora-{screen}"  # one server for the module: a person of her own on each screen
     server.command(
-        "user", "create", "dora", "--password-stdin",
+        "user", "create", dora, "--password-stdin",
         "--claim", 'roles=["editor", "admin"]', "--claim", "groups=research",
-        input="dora's password\n",
+        input=f"{dora}'s password\n",
     )  # fmt: skip
     app = App(server, "Photo Viewer", "uma_authorization")
-    sign_in_and_see_consent(browser, shots, app, "dora", "ask for access on your behalf")
+    sign_in_and_see_consent(browser, shots, app, dora, "ask for access on your behalf")
     said = browser.find_element(By.CSS_SELECTOR, "p.account-claims").text
     assert said == (
         "When it asks for access, it acts as you: this server tells the owners' rules your"
-        " username dora, your roles editor, admin, your groups research."
+        f" username {dora}, your roles editor, admin, your groups research."
     )
 
 

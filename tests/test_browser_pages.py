@@ -18,7 +18,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.select import Select
 
-from .browser import Screenshots, chromium_driver
+from .browser import SCREENS, Screenshots, metrics
 from .conftest import LiveServer, start_server, stop_server
 from .flows import Flow, HttpApi, Party
 from .test_browser_policy import main_text, open_signed_in, policy_uri, token, type_into
@@ -29,7 +29,6 @@ pytestmark = pytest.mark.live
 ROOT = Path(__file__).resolve().parent.parent
 EMPLOYEE = "https://example.com/claims/employee"
 DOCTOR = [{"type": EMPLOYEE, "value": {"role": ["doctor"]}}]
-SCREENS = {"desktop": (1280, 800), "phone": (390, 844)}
 TWO_SCREENS = 1600
 
 
@@ -61,29 +60,6 @@ def walk(server: LiveServer) -> Flow:
     reply = flow.ask(flow.ticket("view"), DOCTOR)
     assert reply.status == 201, reply.text
     return flow
-
-
-@pytest.fixture(params=list(SCREENS))
-def screen(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def browser(screen: str, tmp_path: Path) -> Iterator[WebDriver]:
-    phone = screen == "phone"
-    driver = chromium_driver(tmp_path / "profile", phone=phone)
-    width, height = SCREENS[screen]
-    metrics(driver, width, height, phone)
-    yield driver
-    driver.quit()
-
-
-def metrics(driver: WebDriver, width: int, height: int, phone: bool) -> None:
-    """The page's screen: exactly `width` x `height` CSS pixels."""
-    driver.execute_cdp_cmd(  # type: ignore[attr-defined]
-        "Emulation.setDeviceMetricsOverride",
-        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": phone},
-    )
 
 
 @pytest.fixture
@@ -124,7 +100,14 @@ def test_the_owners_pages(
 ) -> None:
     open_signed_in(browser, policy_uri(walk), "alice")
     nav = browser.find_element(By.CSS_SELECTOR, "header nav")
-    assert nav.text.split("\n") == ["Resource sets", "Requests", "History", "Account", "Sign out"]
+    assert nav.text.split("\n") == [
+        "Resource sets",
+        "Requests",
+        "History",
+        "Notices",
+        "Account",
+        "Sign out",
+    ]
     current = browser.find_element(By.CSS_SELECTOR, "header nav a[aria-current]")
     assert (current.text, current.get_attribute("aria-current")) == ("Resource sets", "true")
     text = main_text(browser)

@@ -10,7 +10,6 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import pytest
@@ -18,7 +17,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 
-from .browser import Screenshots, chromium_driver
+from .browser import Screenshots
 from .conftest import LiveServer, start_server, stop_server
 from .flows import Flow, HttpApi, Party
 from .test_browser_signin import fill_in, submit
@@ -107,13 +106,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
         )
     yield live
     stop_server(live)
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    driver = chromium_driver(tmp_path / "profile")
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture

@@ -8,14 +8,13 @@ the provider's word about the person decides. Every page visited leaves a screen
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.wait import WebDriverWait
 
-from .browser import Screenshots, chromium_driver, click_and_wait
+from .browser import Screenshots, click_and_wait
 from .conftest import LiveServer, start_server, stop_server
 from .oidc_provider_fixture import OidcProvider, oidc_provider_fixture  # noqa: F401
 from .test_browser_rqp_claims import (
@@ -83,13 +82,6 @@ display_name = "Test Accounts"
     )
     yield live
     stop_server(live)
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    driver = chromium_driver(tmp_path / "profile")
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture

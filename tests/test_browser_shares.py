@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from .browser import Screenshots, chromium_driver
+from .browser import Screenshots
 from .conftest import LiveServer, start_server, stop_server
 from .flows import Flow, HttpApi, Party
 from .test_browser_policy import main_text, open_signed_in, policy_uri, token, type_into
@@ -43,14 +42,6 @@ def flow(server: LiveServer) -> Flow:
         Party(viewer["client_id"], viewer["client_secret"], "bob", token(server, viewer["client_id"], "bob", "uma_authorization")),
         {"name": "Holiday photos", "scopes": ["view", "print"]},
     )  # fmt: skip
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    driver = chromium_driver(tmp_path / "profile")
-    driver.set_window_size(1280, 800)
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture

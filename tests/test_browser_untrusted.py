@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -16,7 +15,7 @@ import requests
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from .browser import Screenshots, chromium_driver, click_and_wait
+from .browser import Screenshots, click_and_wait
 from .conftest import LiveServer, start_server, stop_server
 from .fake_web import PNG, FakeWeb, Route
 from .flows import wait_until
@@ -40,13 +39,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     live.command("user", "create", "alice", "--password-stdin", input="alice's password\n")
     yield live
     stop_server(live)
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[WebDriver]:
-    driver = chromium_driver(tmp_path / "profile")
-    yield driver
-    driver.quit()
 
 
 @pytest.fixture
