@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -224,13 +225,11 @@ MAX_APPS = 500  # the explain form's list; more are left out (by name)
 
 def _app_choices() -> list[AppChoice]:
     clients = sorted(storage().list_clients(), key=lambda c: (c.name.casefold(), c.client_id))
-    names = [client.name for client in clients]
+    names = Counter(client.name for client in clients)
     return [
         AppChoice(
             c.client_id,
-            c.name
-            if c.name and names.count(c.name) == 1
-            else f"{c.name or 'An app'} ({c.client_id})",
+            c.name if c.name and names[c.name] == 1 else f"{c.name or 'An app'} ({c.client_id})",
         )
         for c in clients[:MAX_APPS]
     ]
