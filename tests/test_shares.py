@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from flask.testing import FlaskClient
 
+from umaserver.claims.model import ACCOUNT_CLAIM_TYPE
 from umaserver.policy.rule_file import parse_rule_table
 from umaserver.services import notices, owner_rules, shares
 from umaserver.storage.records import ResourceSet, Share
@@ -103,6 +104,40 @@ def test_a_share_ends_at_the_end_of_its_day(store: Store, flow: Flow, clock: Fak
     assert outcome(flow, flow.app) == "grant"
     clock.advance(1)
     assert outcome(flow, flow.app) == "deny"
+
+
+def test_a_permission_granted_through_a_share_ends_with_it(
+    store: Store, flow: Flow, clock: FakeClock
+) -> None:
+    today = shares.last_day(clock.now() + 1).isoformat()
+    until = shares.end_of_day(today, clock.now())
+    assert until is not None
+    share(store, flow, "bob", until=until, now=clock.now())
+    clock.advance(until - clock.now() - 60)  # a minute before the share's end
+    rpt = flow.new_rpt()
+    assert outcome(flow, flow.app, rpt=rpt) == "grant"
+    [permission] = flow.introspect(rpt)["permissions"]
+    assert permission["exp"] == until  # not [lifetimes] permission (an hour) later
+    clock.advance(60)
+    assert flow.introspect(rpt).get("permissions", []) == []
+
+
+def test_a_grant_by_a_share_and_a_rule_without_end_has_no_end_of_the_share(
+    store: Store, flow: Flow, clock: FakeClock
+) -> None:
+    share(store, flow, "bob", until=clock.now() + DAY, now=clock.now())
+    # A rule of alice's grants bob view too, without an end: the permission keeps its lifetime.
+    table = {
+        "id": owner_rules.new_rule_id(),
+        "owner": "alice",
+        "scopes": ["view"],
+        "conditions": [{"claim": "username", "equals": "bob", "types": [ACCOUNT_CLAIM_TYPE]}],
+    }
+    owner_rules.add_owner_rule(store, "alice", parse_rule_table(table), clock.now())
+    rpt = flow.new_rpt()
+    assert outcome(flow, flow.app, rpt=rpt) == "grant"
+    [permission] = flow.introspect(rpt)["permissions"]
+    assert permission["exp"] == clock.now() + 3600
 
 
 @pytest.mark.parametrize(
@@ -268,3 +303,45 @@ class TestUma2Grant:
         assert grant() == 200
         assert shares.stop_sharing(store, photos.owner, made.rule_id, clock.now()) == made
         assert grant() == 403
+
+    @pytest.mark.parametrize("form", ["uma-ticket", "keycloak"])
+    def test_the_rpt_ends_with_the_share(
+        self, http: FlaskClient, store: Store, rs: Party, clock: FakeClock, form: str
+    ) -> None:
+        """The uma-ticket grant, and Keycloak's ticketless form, give a permission that ends with
+        the share, not [lifetimes] permission later (the opaque RPT may hold others: it keeps its
+        own lifetime)."""
+        description = {"name": "Photos", "resource_scopes": ["view", "print"]}
+        registered = http.post("/rs/resource_set", json=description, headers=rs.auth)
+        photos = store.find_resource_set(registered.json["_id"])
+        assert photos is not None
+        app_id, _ = make_uma2_client(store, "Keycloak app", ())
+        make_person(store, "bob", None, {})
+        bob = make_party(store, "bob", "uma_authorization", client_id=app_id)
+        until = clock.now() + 600
+        shares.share(
+            store, "alice", photos, "bob", ["view"], until, clock.now(), limit=9, outbox=OUTBOX
+        )
+        if form == "uma-ticket":
+            ticket = http.post(
+                "/permission",
+                json={"resource_id": photos.id, "resource_scopes": ["view"]},
+                headers=rs.auth,
+            ).json["ticket"]
+            data = {"grant_type": UMA_TICKET, "ticket": ticket}
+        else:
+            data = {
+                "grant_type": UMA_TICKET,
+                "audience": rs.client_id,
+                "permission": f"{photos.id}#view",
+            }
+        reply = http.post(
+            "/realms/demo/protocol/openid-connect/token",
+            data=data,
+            headers={"Authorization": f"Bearer {bob.token}"},
+        )
+        assert reply.status_code == 200, reply.json
+        found = http.post(
+            "/introspect", data={"token": reply.json["access_token"]}, headers=rs.auth
+        ).json
+        assert [p["exp"] for p in found["permissions"]] == [until]

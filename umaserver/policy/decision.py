@@ -100,6 +100,9 @@ class Decision:
     # With outcome need_claims and claims to push first: what the requesting party could then
     # share by signing in here (UMA 2.0 says so at once: `redirect_user`).
     redirect_later: RedirectNeed | None = field(default=None, kw_only=True)
+    # With outcome grant: when the grant ends because the rules that made it end (`Rule.until`,
+    # a share's last day), which a permission made of it must not outlive; None: no end.
+    ends_at: int | None = field(default=None, kw_only=True)
 
     def explain(self) -> tuple[RuleVerdict, ...]:
         """A verdict for every rule of the owner, in file order; built once, then the same tuple."""
@@ -225,6 +228,7 @@ def decide(
             (),
             f"Granted {_scope_list(requested)} on resource set {name!r} by {by}.",
             _explanation=explanation,
+            ends_at=_grant_end(holding, requested),
         )
 
     wanted = frozenset(uncovered)
@@ -285,6 +289,20 @@ def decide(
         _explanation=explanation,
         redirect_later=later,
     )
+
+
+def _grant_end(holding: Sequence[Evaluation], requested: Sequence[str]) -> int | None:
+    """When a grant of `requested` by the `holding` rules ends: each scope lasts as long as the
+    last-ending rule that grants it (forever when one has no end), and the grant as long as its
+    first-ending scope. None: no end (most grants: no holding rule has one)."""
+    if all(evaluation.rule.until is None for evaluation in holding):
+        return None
+    ends: list[int] = []
+    for scope in requested:
+        granting = [e.rule.until for e in holding if scope in e.rule.grants]
+        if granting and None not in granting:
+            ends.append(max(end for end in granting if end is not None))
+    return min(ends) if ends else None
 
 
 def _nearest_rules(

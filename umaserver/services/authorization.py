@@ -180,7 +180,7 @@ def request_authorization(
                 now,
                 aat,
                 unverified_rpt,
-                ticket.permissions,
+                decision.granted(),
                 lifetimes,
                 rpt_key,
                 jwt=jwt,

@@ -150,6 +150,14 @@ class TicketDecision:
     def rule_ids(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(i for _, _, decision in self.pairs for i in decision.rule_ids))
 
+    def granted(self) -> tuple[RequestedPermission, ...]:
+        """The pairs as granted: each with the end of the rules that granted it (`ends_at`), so
+        that its permission ends with a share that ends."""
+        return tuple(
+            RequestedPermission(rs.id, scopes, decision.ends_at)
+            for rs, scopes, decision in self.pairs
+        )
+
 
 class MissingResourceSet(Exception):
     """A pair of the ticket names a set that is gone (its ticket should have ended with it)."""

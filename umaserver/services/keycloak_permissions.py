@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..claims.model import ClaimsError, ClaimsUnavailable, VerifiedClaims, Verifiers
 from ..config import Lifetimes, Limits
@@ -152,6 +153,14 @@ def _one_set(storage: Storage, audience: str, resource: str) -> ResourceSet:
     )
 
 
+class Granted(NamedTuple):
+    """What is granted on one set, and when the rules that granted it end (None: no end)."""
+
+    resource_set: ResourceSet
+    scopes: tuple[str, ...]
+    ends_at: int | None = None
+
+
 def decide_permissions(
     storage: Storage,
     rules: RulesFor,
@@ -160,10 +169,10 @@ def decide_permissions(
     claims: Sequence[Claim],
     pairs: Sequence[RequestedPermission],
     now: int | None = None,
-) -> tuple[list[tuple[ResourceSet, tuple[str, ...]]], bool]:
+) -> tuple[list[Granted], bool]:
     """What is granted of the pairs (each set's owner's rules deciding), and whether every pair
     is granted whole."""
-    granted: list[tuple[ResourceSet, tuple[str, ...]]] = []
+    granted: list[Granted] = []
     whole = True
     for pair in pairs:
         resource_set = storage.find_resource_set(pair.resource_set_id)
@@ -174,17 +183,21 @@ def decide_permissions(
         owned = rules(storage, owner)
         asked = [pair.scopes, *((scope,) for scope in pair.scopes if len(pair.scopes) > 1)]
         kept: list[str] = []
+        ends: list[int] = []  # the ends of the rules that granted what is kept
         for scopes in asked:
             request = [RequestedPermission(resource_set.id, scopes)]
             decision = decide_ticket(storage, owned, owner, request, client, party, claims, now=now)
             if decision.outcome == "grant":
                 kept.extend(scopes)
+                ends.extend(p.ends_at for p in decision.granted() if p.ends_at is not None)
                 if scopes == pair.scopes:
                     break  # granted whole
         if tuple(kept) != pair.scopes:
             whole = False
         if kept:
-            granted.append((resource_set, tuple(dict.fromkeys(kept))))
+            granted.append(
+                Granted(resource_set, tuple(dict.fromkeys(kept)), min(ends, default=None))
+            )
     return granted, whole
 
 
@@ -247,7 +260,7 @@ def _record(
     client: Client,
     party: str,
     pairs: Sequence[RequestedPermission],
-    granted: list[tuple[ResourceSet, tuple[str, ...]]],
+    granted: list[Granted],
     answer: Answer,
     response_mode: str | None,
     now: int,
@@ -256,7 +269,7 @@ def _record(
     """The history's events: one for each pair asked about, granted (the scopes granted),
     asked of its owner (`asked`: set ids) or refused (those asked); a grant when an RPT was
     issued, else a decision."""
-    given = {rs.id: scopes for rs, scopes in granted} if answer.status == 200 else {}
+    given = {rs.id: scopes for rs, scopes, _ in granted} if answer.status == 200 else {}
     issued = answer.status == 200 and response_mode is None
     for pair in pairs:
         resource_set = storage.find_resource_set(pair.resource_set_id)
@@ -284,13 +297,13 @@ def _ask_owners(
     client: Client,
     party: str,
     pairs: Sequence[RequestedPermission],
-    granted: list[tuple[ResourceSet, tuple[str, ...]]],
+    granted: list[Granted],
     now: int,
     outbox: notices.Outbox | None,
 ) -> set[str]:
     """Asks each set's owner for the scopes of it the rules refused `party`; the ids of the sets
     asked (a request filed, or waiting already)."""
-    given = {rs.id: scopes for rs, scopes in granted}
+    given = {rs.id: scopes for rs, scopes, _ in granted}
     asked = set()
     for pair in pairs:
         refused = tuple(s for s in pair.scopes if s not in given.get(pair.resource_set_id, ()))
@@ -318,7 +331,7 @@ def _answer(
     storage: Storage,
     client: Client,
     party: str,
-    granted: list[tuple[ResourceSet, tuple[str, ...]]],
+    granted: list[Granted],
     whole: bool,
     response_mode: str | None,
     submit_request: bool,
@@ -339,9 +352,12 @@ def _answer(
     if response_mode == "permissions":
         return Answer(
             200,
-            [{"rsid": rs.id, "rsname": rs.label, "scopes": list(scopes)} for rs, scopes in granted],
+            [
+                {"rsid": rs.id, "rsname": rs.label, "scopes": list(scopes)}
+                for rs, scopes, _ in granted
+            ],
         )
-    permissions = [RequestedPermission(rs.id, scopes) for rs, scopes in granted]
+    permissions = [RequestedPermission(rs.id, scopes, ends_at) for rs, scopes, ends_at in granted]
     return grant_rpt(
         storage, now, client, party, upgrading, unverified_rpt, permissions, (), lifetimes, rpt_key,
         jwt=jwt, issuer=rpt_issuer,

@@ -87,11 +87,24 @@ def issue_client_rpt(
     return rpt, record
 
 
+def permission_end(now: int, lifetime: int, ends_at: int | None) -> int:
+    """When a permission granted now ends: after `lifetime`, or sooner when the rules that granted
+    it end (`RequestedPermission.ends_at`: a share's last day)."""
+    return now + lifetime if ends_at is None else min(now + lifetime, ends_at)
+
+
 def add_permission(
-    storage: Storage, now: int, rpt: Rpt, rs_id: str, scopes: Iterable[str], lifetime: int
+    storage: Storage,
+    now: int,
+    rpt: Rpt,
+    rs_id: str,
+    scopes: Iterable[str],
+    lifetime: int,
+    ends_at: int | None = None,
 ) -> None:
     """One permission per resource set: a repeat grant merges the scopes of a live permission and
-    renews its expiry (never past the RPT's)."""
+    renews its expiry (never past the RPT's, nor past `ends_at`, when the rules that granted it
+    end)."""
     with storage.transaction():
         merged = list(scopes)
         earlier = storage.get_permission(rpt.digest, rs_id)
@@ -99,7 +112,12 @@ def add_permission(
             merged = list(dict.fromkeys([*earlier.scopes, *merged]))
         storage.put_permission(
             rpt.digest,
-            Permission(rs_id, tuple(merged), now, min(now + lifetime, rpt.expires_at)),
+            Permission(
+                rs_id,
+                tuple(merged),
+                now,
+                min(permission_end(now, lifetime, ends_at), rpt.expires_at),
+            ),
         )
 
 
@@ -167,7 +185,15 @@ def add_permissions(
 ) -> None:
     """`add_permission` for each pair of a ticket."""
     for pair in permissions:
-        add_permission(storage, now, rpt, pair.resource_set_id, pair.scopes, lifetimes.permission)
+        add_permission(
+            storage,
+            now,
+            rpt,
+            pair.resource_set_id,
+            pair.scopes,
+            lifetimes.permission,
+            pair.ends_at,
+        )
 
 
 def mint_jwt(
@@ -214,7 +240,7 @@ def mint_jwt(
             pair.resource_set_id,
             tuple(dict.fromkeys(scopes)),
             now,
-            now + lifetimes.permission,
+            permission_end(now, lifetimes.permission, pair.ends_at),
         )
     sets: list[tuple[ResourceSet, Permission]] = []
     for permission in held.values():

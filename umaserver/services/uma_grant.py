@@ -226,7 +226,7 @@ def request_rpt(
                 party,
                 upgrading,
                 request.rpt,
-                permissions,
+                decision.granted(),
                 claims,
                 lifetimes,
                 rpt_key,

@@ -197,6 +197,9 @@ class RequestedPermission:
 
     resource_set_id: str
     scopes: tuple[str, ...]
+    # Granted pairs only (never stored with a ticket): when the rules that granted them end (a
+    # share's `until`), which the permission made of them does not outlive. None: no end.
+    ends_at: int | None = None
 
 
 @dataclass(frozen=True)
