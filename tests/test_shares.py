@@ -265,10 +265,13 @@ class TestUma2Grant:
     """The uma-ticket grant on Keycloak's realm face, bob's own token as the credential: a share
     with bob grants, Stop sharing ends it."""
 
+    rpt_format = "opaque"
+
     @pytest.fixture
     def config_path(self, tmp_path: Path, rules_text: str) -> Path:
         (tmp_path / "policies.toml").write_text(rules_text, encoding="utf-8")
-        return write_config(tmp_path, extra='[keycloak]\nrealm = "demo"\n')
+        extra = f'[keycloak]\nrealm = "demo"\n[tokens]\nrpt_format = "{self.rpt_format}"\n'
+        return write_config(tmp_path, extra=extra)
 
     def test_bobs_token_is_granted_while_shared(
         self, http: FlaskClient, store: Store, rs: Party, clock: FakeClock
@@ -341,7 +344,15 @@ class TestUma2Grant:
             headers={"Authorization": f"Bearer {bob.token}"},
         )
         assert reply.status_code == 200, reply.json
+        if self.rpt_format == "jwt":  # a JWT RPT expires with its first permission to expire
+            assert reply.json["expires_in"] == 600
         found = http.post(
             "/introspect", data={"token": reply.json["access_token"]}, headers=rs.auth
         ).json
         assert [p["exp"] for p in found["permissions"]] == [until]
+
+
+class TestJwtRpts(TestUma2Grant):
+    """The same with JWT RPTs (`[tokens] rpt_format = "jwt"`)."""
+
+    rpt_format = "jwt"
