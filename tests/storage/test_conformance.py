@@ -2151,6 +2151,23 @@ def test_a_request_round_trips_and_is_found_by_its_ticket_as_it_moves(store: Sto
     assert store.move_request("no-such-digest", "other") == 0
 
 
+def test_a_request_marks_its_ticket_asked_and_a_rotated_ticket_stays_asked(
+    store: Storage,
+) -> None:
+    alice, bob = make_user(store), make_user(store)
+    rs = make_set(store, owner=alice.sub)
+    ticket = make_ticket(store, rs)
+    other = make_ticket(store, rs)
+    assert store.get_ticket(ticket.digest) == ticket and not ticket.asked
+    store.add_request(access_request(alice, bob, rs, ticket_digest=ticket.digest))
+    assert store.get_ticket(ticket.digest) == replace(ticket, asked=True)
+    assert store.get_ticket(other.digest) == other  # another ticket is not asked
+    store.add_request(access_request(alice, bob, rs, ticket_digest=""))  # ticketless: no ticket
+    assert store.rotate_ticket(ticket.digest, "rotated-asked") is True
+    found = store.get_ticket("rotated-asked")
+    assert found is not None and found.asked
+
+
 def test_a_request_is_decided_once_and_only_while_pending(store: Storage) -> None:
     alice, bob = make_user(store), make_user(store)
     rs = make_set(store, owner=alice.sub)

@@ -126,7 +126,7 @@ def request_authorization(
         storage.transaction(),
     ):
         ticket = _open_ticket(storage, unverified_ticket, now)
-        if sharing is not None:
+        if sharing is not None and ticket.asked:
             asked = owner_requests.waiting_on(storage, ticket.digest)
             if asked is not None:
                 # No decision, and no request counted: the owner has the word.

@@ -157,7 +157,7 @@ def request_rpt(
             if party != own:
                 raise InvalidGrant("Another person has shared claims for this ticket.")
             party = person
-        if sharing is not None:
+        if sharing is not None and ticket.asked:
             asked = owner_requests.waiting_on(storage, digest)
             if asked is not None:
                 # No decision, and no request counted: the owner has the word.

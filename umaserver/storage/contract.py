@@ -743,7 +743,10 @@ class Requests(Protocol):
     `expires_at` passes; a pending request past it reads as expired. Deleting the owner, the
     person or the set deletes it. Beside them, each owner's switch "others may ask me"."""
 
-    def add_request(self, request: AccessRequest) -> None: ...
+    def add_request(self, request: AccessRequest) -> None:
+        """Stores the request, and marks its ticket (if it has one) as asked (`Ticket.asked`), in
+        the caller's transaction."""
+        ...
 
     def get_request(self, request_id: str) -> AccessRequest | None:
         """The request as stored (its status pending even when past `expires_at`)."""

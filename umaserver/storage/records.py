@@ -221,6 +221,9 @@ class Ticket:
     state: TicketState = "open"
     more: tuple[RequestedPermission, ...] = ()
     requesting_party: str | None = None
+    # A request to the owner was filed with it (`submit_request`): its client's next request
+    # looks the request up first.
+    asked: bool = False
 
     @functools.cached_property
     def permissions(self) -> tuple[RequestedPermission, ...]:

@@ -41,6 +41,10 @@ class Requests(Handle):
                 else json.dumps(list(request.approved_scopes)),
             ),
         )
+        if request.ticket_digest:  # Keycloak's ticketless form files requests without one
+            self._write(
+                "UPDATE tickets SET asked = TRUE WHERE digest = ?", (request.ticket_digest,)
+            )
 
     def get_request(self, request_id: str) -> AccessRequest | None:
         # In a transaction, the request is what the owner answers: answers queue here.

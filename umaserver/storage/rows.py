@@ -89,6 +89,7 @@ def ticket(row: Row | None) -> Ticket | None:
         requests=row["requests"],
         state=row["state"],
         requesting_party=row["requesting_party"],
+        asked=bool(row["asked"]),
     )
 
 

@@ -96,9 +96,9 @@ class Tickets(Handle):
             # the claims gathered for it; the old digest is finished, its claims handles void.
             copied = self._write(
                 "INSERT INTO tickets (digest, owner, client_id, resource_set_id, scopes,"
-                " created_at, expires_at, requests, state, requesting_party, pairs)"
+                " created_at, expires_at, requests, state, requesting_party, pairs, asked)"
                 " SELECT ?, owner, client_id, resource_set_id, scopes, created_at, expires_at,"
-                " requests, 'open', requesting_party, pairs FROM tickets"
+                " requests, 'open', requesting_party, pairs, asked FROM tickets"
                 " WHERE digest = ? AND state = 'open'",
                 (new_digest, digest),
             )

@@ -21,3 +21,6 @@ CREATE INDEX requests_by_ticket ON requests (ticket_digest);
 CREATE INDEX requests_by_expiry ON requests (expires_at);
 CREATE INDEX requests_by_set ON requests (resource_set_id);
 ALTER TABLE users ADD COLUMN takes_requests BOOLEAN;
+-- A ticket that a request was filed with (1): only such a ticket's requests are looked up when
+-- its client asks again, so that every other request for access reads nothing more.
+ALTER TABLE tickets ADD COLUMN asked BOOLEAN NOT NULL DEFAULT FALSE;

@@ -34,3 +34,6 @@ CREATE INDEX requests_by_expiry ON requests (expires_at);
 CREATE INDEX requests_by_set ON requests (resource_set_id);
 -- Whether others may ask this owner: 1 yes, 0 no, NULL the server's default ([sharing] requests).
 ALTER TABLE users ADD COLUMN takes_requests INTEGER;
+-- A ticket that a request was filed with (1): only such a ticket's requests are looked up when
+-- its client asks again, so that every other request for access reads nothing more.
+ALTER TABLE tickets ADD COLUMN asked INTEGER NOT NULL DEFAULT 0;
