@@ -17,6 +17,7 @@ from flask.testing import FlaskClient
 from umaserver import create_app, secrets_at_rest
 from umaserver.config import Config, load_config
 from umaserver.services import accounts
+from umaserver.serving import issuer_mismatch
 from umaserver.storage import describe
 from umaserver.storage.migrations import current_version
 from umaserver.storage.records import User
@@ -426,6 +427,50 @@ def test_serve_on_a_port_in_use_says_so_in_a_sentence(
         result = cli("serve", "--host", "127.0.0.1", "--port", str(port))
     assert result.exit_code == 1
     assert result.stderr.strip() == f"Cannot listen on 127.0.0.1:{port}: Address already in use."
+
+
+@pytest.mark.parametrize(
+    ("issuer", "host", "port", "said"),
+    [
+        ("http://127.0.0.1:8080", None, 8080, None),
+        ("http://127.0.0.1:8080", "127.0.0.1", None, None),
+        ("http://127.0.0.1:8080", None, 0, None),  # a free port: nothing to compare
+        ("https://uma.example", "10.0.0.5", 8443, "port 8443, but the issuer https://uma.example says port 443"),
+        ("http://127.0.0.1:8080", None, 9090, "port 9090, but the issuer http://127.0.0.1:8080 says port 8080"),
+        ("http://127.0.0.1:8080", "192.168.1.5", None, "address 192.168.1.5, but the issuer http://127.0.0.1:8080 says 127.0.0.1"),
+        ("http://127.0.0.1:8080", "0.0.0.0", None, None),  # noqa: S104 (every address, the issuer's among them)
+        ("http://uma.example:8080", "192.168.1.5", 8080, None),  # a name: a proxy may be in front
+    ],
+)  # fmt: skip
+def test_serve_names_an_issuer_that_points_elsewhere(
+    issuer: str, host: str | None, port: int | None, said: str | None
+) -> None:
+    found = issuer_mismatch(issuer, host, port)
+    if said is None:
+        assert found is None
+    else:
+        assert found is not None and found.startswith(f"This server listens on {said}: ")
+        assert "Change `issuer` in the configuration" in found
+
+
+def test_serve_with_a_port_the_issuer_does_not_name_warns_once_at_start(
+    cli: CLI, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(logging.root, "handlers", list(logging.root.handlers))
+    monkeypatch.setattr(logging.root, "level", logging.root.level)
+    with socket.socket() as taken:  # taken: serve stops right after its start
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with caplog.at_level(logging.WARNING, logger="umaserver"):
+            result = cli("serve", "--host", "127.0.0.1", "--port", str(port))
+    assert result.exit_code == 1
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        f"This server listens on port {port}, but the issuer http://uma.test says port 80:"
+        " clients follow the issuer's URLs (the discovery document), not this one. Change"
+        " `issuer` in the configuration to match, or serve where it says."
+    ]
 
 
 def test_serve_sets_its_startup_objects_aside_from_garbage_collection_before_it_serves(

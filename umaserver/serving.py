@@ -21,11 +21,13 @@ connection closed (RFC 9112 6.1): the two framings could smuggle a second reques
 from __future__ import annotations
 
 import gc
+import ipaddress
 import json
 import logging
 import sys
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import Flask
 from waitress.channel import HTTPChannel
@@ -63,6 +65,48 @@ def configure_logging() -> None:
         logging._srcfile = None
     # psycopg's pool says at INFO every time it lends or takes back a connection: twice a request.
     logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
+
+
+_ANY_ADDRESS = ("0.0.0.0", "::", "")  # noqa: S104 (compared with, never bound here)
+
+
+def issuer_mismatch(issuer: str, host: str | None, port: int | None) -> str | None:
+    """A sentence when `serve --host/--port` (the values given on the command line, None when
+    not) listens where the issuer does not point, so that clients reading the discovery document
+    would go elsewhere; None when they agree, or when it cannot tell (port 0 picks a free port;
+    an issuer naming a host by DNS name may be a proxy in front)."""
+    address = urlsplit(issuer)
+    try:
+        issuer_port = address.port or (443 if address.scheme == "https" else 80)
+    except ValueError:  # the config checked the issuer; nothing to compare with
+        return None
+    problems = []
+    if port is not None and port != 0 and port != issuer_port:
+        problems.append(f"port {port}, but the issuer {issuer} says port {issuer_port}")
+    issuer_host = address.hostname or ""
+    if (
+        host is not None
+        and host not in _ANY_ADDRESS
+        and _is_address(host)
+        and _is_address(issuer_host)
+        and ipaddress.ip_address(host) != ipaddress.ip_address(issuer_host)
+    ):
+        problems.append(f"address {host}, but the issuer {issuer} says {issuer_host}")
+    if not problems:
+        return None
+    return (
+        f"This server listens on {' and '.join(problems)}: clients follow the issuer's URLs"
+        " (the discovery document), not this one. Change `issuer` in the configuration to"
+        " match, or serve where it says."
+    )
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def freeze_startup_objects() -> None:

@@ -155,7 +155,7 @@ def _signing_key(config: Config) -> str | None:
 @click.pass_context
 def serve(ctx: click.Context, host: str | None, port: int | None, threads: int | None) -> None:
     """Initialise the database and serve with waitress."""
-    from ..serving import configure_logging, freeze_startup_objects, make_server
+    from ..serving import configure_logging, freeze_startup_objects, issuer_mismatch, make_server
 
     configure_logging()
     config = _config(ctx)
@@ -185,6 +185,9 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
         port=config.server.port if port is None else port,
         threads=threads or config.server.threads,
     )
+    mismatch = issuer_mismatch(config.issuer, host, port)  # what the command line says
+    if mismatch is not None:
+        logging.getLogger("umaserver").warning("%s", mismatch)
     host, port = settings.host, settings.port
     try:
         server = make_server(app, config.limits.max_body_bytes, settings)
