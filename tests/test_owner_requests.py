@@ -141,6 +141,10 @@ class TestUma1:
         assert (decided.status, decided.approved_scopes) == ("approved", ("view",))
         [made] = store.shares_of(alice_sub(store))
         assert (made.recipient, made.scopes, made.until) == ("bob", ("view",), until)
+        # The approval leaves the ticket alone (it never waits on a ticket its client keeps
+        # rotating): the client's next request narrows it, under the ticket's lock.
+        still = store.get_ticket(asked.ticket_digest)
+        assert still is not None and still.scopes == ("view", "print")
         rpt = flow.new_rpt()
         status, _ = ask(flow, ticket, rpt=rpt)
         assert status == 201

@@ -127,7 +127,7 @@ def request_authorization(
     ):
         ticket = _open_ticket(storage, unverified_ticket, now)
         if sharing is not None and ticket.asked:
-            asked = owner_requests.waiting_on(storage, ticket.digest)
+            asked, ticket = owner_requests.waiting_on(storage, ticket)
             if asked is not None:
                 # No decision, and no request counted: the owner has the word.
                 log.info(

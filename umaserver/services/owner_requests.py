@@ -12,8 +12,9 @@ request on /policy/requests.
   the ticket are answered request_submitted again without a decision, and do not count toward
   the ticket's requests (`pushed_claims.MAX_TICKET_REQUESTS`).
 * Approve makes a share (`services.shares`) with the person, for the scopes approved (some or
-  all of those asked) until an optional end, and narrows the ticket to those scopes: the client's
-  next request with it is decided again, and the share grants it. Deny leaves the ticket open
+  all of those asked) until an optional end. The client's next request with the ticket narrows
+  it to those scopes (`waiting_on`, under the ticket's lock) and is decided again: the share
+  grants it. Deny leaves the ticket open
   for the one request that is told so (1.0 not_authorized_permission, 2.0 request_denied), which
   finishes it.
 
@@ -27,12 +28,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import secrets_at_rest
 from ..sharing_config import SharingSettings
 from ..storage import Storage
-from ..storage.records import AccessRequest, Client, Event, RequestedPermission
+from ..storage.records import AccessRequest, Client, Event, RequestedPermission, Ticket
 from . import notices, shares
 
 log = logging.getLogger("umaserver.requests")
@@ -74,16 +75,26 @@ def pending_count(storage: Storage, owner_sub: str, now: int | None = None) -> i
     return storage.count_pending_requests_to(owner_sub, int(time.time()) if now is None else now)
 
 
-def waiting_on(storage: Storage, ticket_digest: str) -> AccessRequest | None:
+def waiting_on(storage: Storage, ticket: Ticket) -> tuple[AccessRequest | None, Ticket]:
     """The ticket's request when it settles the client's answer without a decision: pending
-    (answer request_submitted again) or denied (answer the denial, and finish the ticket). An
-    approved request lets the decision run. Called in the request's transaction."""
-    asked = storage.request_for_ticket(ticket_digest)
-    if asked is None or asked.status == "approved":
-        return None
+    (answer request_submitted again) or denied (answer the denial, and finish the ticket); and
+    the ticket the decision is about. An approved request lets the decision run on the ticket
+    narrowed to the scopes approved. The narrowing is written here, under the ticket's lock that
+    the caller's transaction holds, and not by the approval: a polling client rotates the ticket
+    on each request, and an approval that took the ticket's lock would race each rotation."""
+    asked = storage.request_for_ticket(ticket.digest)
+    if asked is None:
+        return None, ticket
+    if asked.status == "approved":
+        scopes = asked.approved_scopes or asked.scopes
+        approved = (RequestedPermission(asked.resource_set_id, scopes),)
+        if ticket.permissions != approved:
+            storage.set_ticket_permissions(ticket.digest, approved)
+            ticket = replace(ticket, resource_set_id=asked.resource_set_id, scopes=scopes, more=())
+        return None, ticket
     if asked.status == "denied":
-        storage.finish_ticket(ticket_digest)
-    return asked
+        storage.finish_ticket(ticket.digest)
+    return asked, ticket
 
 
 def file_request(
@@ -241,22 +252,12 @@ def approve(
     outbox: notices.Outbox | None = None,
 ) -> AccessRequest:
     """The owner approves the request for `scopes` (those asked; none given: all of them) until
-    `until` (epoch seconds from `shares.end_of_day`; None: no end): a share with the person, and
-    the request's ticket narrowed to those scopes; the person gets a notice through `outbox`
+    `until` (epoch seconds from `shares.end_of_day`; None: no end): a share with the person, whose
+    client's next request with the ticket is decided on those scopes; the person gets a notice through `outbox`
     (None: none). Raises RequestRefused, shares.ShareRefused."""
-    # A client's request locks its ticket, then the ticket's request: so does an approval (which
-    # narrows the ticket), lest the two wait for each other. A 2.0 ticket rotated in between
-    # is found again.
-    for _ in range(3):
-        seen = _pending_of(storage, owner_sub, request_id, now)
-        with storage.transaction():
-            if seen.ticket_digest:
-                storage.get_ticket(seen.ticket_digest)
-            asked = _pending_of(storage, owner_sub, request_id, now)
-            if asked.ticket_digest != seen.ticket_digest:
-                continue
-            return _approved(storage, owner_sub, asked, scopes, until, now, limit, outbox)
-    raise RequestRefused(None, "The app is asking again right now: try once more.")
+    with storage.transaction():
+        asked = _pending_of(storage, owner_sub, request_id, now)
+        return _approved(storage, owner_sub, asked, scopes, until, now, limit, outbox)
 
 
 def _approved(
@@ -282,10 +283,6 @@ def _approved(
     shares.share(storage, owner, resource_set, person, wanted, until, now, limit=limit, outbox=None)
     if not storage.decide_request(asked.id, "approved", now, wanted):
         raise RequestRefused(None, "This request was answered meanwhile.")
-    if asked.ticket_digest:
-        storage.set_ticket_permissions(
-            asked.ticket_digest, (RequestedPermission(asked.resource_set_id, wanted),)
-        )
     decided = storage.get_request(asked.id) or asked
     _event(storage, decided, resource_set.label, wanted, "approval", "approved", now)
     request_decided(

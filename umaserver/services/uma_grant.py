@@ -158,7 +158,7 @@ def request_rpt(
                 raise InvalidGrant("Another person has shared claims for this ticket.")
             party = person
         if sharing is not None and ticket.asked:
-            asked = owner_requests.waiting_on(storage, digest)
+            asked, ticket = owner_requests.waiting_on(storage, ticket)
             if asked is not None:
                 # No decision, and no request counted: the owner has the word.
                 log.info(
