@@ -15,7 +15,7 @@ from typing import TypeVar
 import pytest
 
 from umaserver.storage import Storage
-from umaserver.storage.records import Client, Invitation, Notice, Share, User
+from umaserver.storage.records import Client, Invitation, Notice, SeededParty, Share, User
 
 from .builders import (
     T,
@@ -290,3 +290,19 @@ def test_of_racers_claiming_due_mail_each_notice_goes_to_one(store_factory: Stor
     taken = race(store_factory, lambda handle, racer: handle.claim_due_mail(T, T + 600, 5))
     ids = [notice.id for notices in taken for notice in notices]
     assert sorted(ids) == sorted(f"notice-{index}" for index in range(40))
+
+
+def test_racers_applying_seeds_take_turns(store_factory: StoreFactory) -> None:
+    # Each racer reads what is recorded and records the next number: only one at a time between
+    # lock_seeding and the end of its transaction, so no two pick the same number.
+    def apply(handle: Storage, racer: int) -> bool:
+        with handle.transaction():
+            handle.lock_seeding()
+            found = len(handle.seeded_parties())
+            time.sleep(0.01)
+            return handle.record_seeded(SeededParty("user", f"{found:02}"), T)
+
+    assert race(store_factory, apply) == [True] * RACERS
+    assert store_factory().seeded_parties() == [
+        SeededParty("user", f"{index:02}") for index in range(RACERS)
+    ]

@@ -31,6 +31,7 @@ from umaserver.storage.records import (
     ResourceSet,
     ResourceSetQuery,
     Rpt,
+    SeededParty,
     Session,
     Share,
     SigningKey,
@@ -1514,6 +1515,36 @@ def test_deleting_a_user_takes_their_identity_links(store: Storage) -> None:
     assert store.linked_user(OP, "a") is None
     assert store.links_of(alice.sub) == []
     assert store.linked_user(OP, "b") == bob.sub
+
+
+# -- the parties seed files created --------------------------------------------------------------
+
+
+def test_seeded_parties_are_recorded_once_listed_in_order_and_forgotten_once(
+    store: Storage,
+) -> None:
+    assert store.seeded_parties() == []
+    user = SeededParty("user", "sub-1")
+    client = SeededParty("client", "photo-server")
+    links = [SeededParty("link", OP, "a-1"), SeededParty("link", OP, "a 2")]
+    assert store.record_seeded(user, T) is True
+    assert store.record_seeded(user, T + 1) is False
+    for party in (links[1], client, links[0]):
+        assert store.record_seeded(party, T) is True
+    # A user and a client may share a name: each kind has its own.
+    assert store.record_seeded(SeededParty("client", "sub-1"), T) is True
+    assert store.seeded_parties() == [
+        client,
+        SeededParty("client", "sub-1"),
+        links[1],
+        links[0],
+        user,
+    ]
+    assert store.forget_seeded(links[1]) is True
+    assert store.forget_seeded(links[1]) is False
+    assert store.forget_seeded(SeededParty("link", OP, "a-1 ")) is False
+    assert links[1] not in store.seeded_parties()
+    assert links[0] in store.seeded_parties()
 
 
 # -- owners' rules --------------------------------------------------------------------------------

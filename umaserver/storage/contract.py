@@ -52,6 +52,7 @@ from .records import (
     ResourceSet,
     ResourceSetQuery,
     Rpt,
+    SeededParty,
     Session,
     Share,
     ShareKind,
@@ -851,6 +852,28 @@ class Notices(Protocol):
         ...
 
 
+class SeededParties(Protocol):
+    """The parties that `seed apply` created (users by sub, clients by client_id, links by
+    issuer and subject), so that `--prune` removes only those, never one made another way."""
+
+    def lock_seeding(self) -> None:
+        """Inside a transaction: waits until no other handle applies a seed (nor changes the
+        schema, on PostgreSQL), and holds that until the transaction ends."""
+        ...
+
+    def record_seeded(self, party: SeededParty, seeded_at: int) -> bool:
+        """False when it is recorded already."""
+        ...
+
+    def seeded_parties(self) -> list[SeededParty]:
+        """Every recorded party, by kind, party and subject."""
+        ...
+
+    def forget_seeded(self, party: SeededParty) -> bool:
+        """False when it was not recorded."""
+        ...
+
+
 class Storage(
     Clients,
     InitialAccessTokens,
@@ -879,6 +902,7 @@ class Storage(
     Events,
     Requests,
     Notices,
+    SeededParties,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

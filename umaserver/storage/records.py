@@ -581,3 +581,16 @@ class Notice:
     attempts: int = 0
     last_error: str | None = None
     seq: int = field(default=0, compare=False)
+
+
+SeededKind = Literal["user", "client", "link"]
+
+
+@dataclass(frozen=True)
+class SeededParty:
+    """A party that `seed apply` created: a user by sub, a client by client_id, or a link by
+    issuer (`party`) and subject ("" for users and clients)."""
+
+    kind: SeededKind
+    party: str
+    subject: str = ""

@@ -19,6 +19,7 @@ from .owner_rules import OwnerRules
 from .pcts import Pcts
 from .requests import Requests
 from .resources import Resources
+from .seeded import SeededParties
 from .sessions import Sessions
 from .shares import Shares
 from .signing_keys import SigningKeys
@@ -44,5 +45,6 @@ class SQLStorage(
     Events,
     Requests,
     Notices,
+    SeededParties,
 ):
     """The contract's operations over one connection (see `contract.Storage`)."""

@@ -55,6 +55,7 @@ TABLES = (
     "events",
     "requests",
     "notices",
+    "seeded_parties",
 )
 
 
