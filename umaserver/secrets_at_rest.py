@@ -129,6 +129,26 @@ def check_password(unverified: str, stored: str) -> bool:
     return _check_scrypt(unverified, stored)
 
 
+def is_password_hash(text: str) -> bool:
+    """Whether `text` has the form of a hash that `check_password` reads (argon2id or scrypt),
+    as `db export` writes them."""
+    if text.startswith(_ARGON2_PREFIX):
+        try:
+            _ARGON2.check_needs_rehash(text)  # parses it
+        except InvalidHashError:
+            return False
+        return True
+    scheme, _, rest = text.partition("$")
+    salt, _, derived = rest.partition("$")
+    hexdigits = set("0123456789abcdef")
+    return (
+        scheme == "scrypt"
+        and bool(salt)
+        and len(derived) == 128
+        and set(salt + derived) <= hexdigits
+    )
+
+
 def password_needs_rehash(stored: str) -> bool:
     """True for a hash that is not argon2id with today's parameters (scrypt ones among them)."""
     if not stored.startswith(_ARGON2_PREFIX):

@@ -220,4 +220,4 @@ def _app(config: Config) -> Flask:
 
 
 # The command groups register themselves on `main`.
-from . import audit, db, keys, operators, rules  # noqa: E402, F401  (clients, users, tokens; the rule file; db copy; signing keys; the access history)
+from . import audit, db, keys, operators, rules, seed  # noqa: E402, F401  (clients, users, tokens; the rule file; db copy and export; signing keys; the access history; seed files)

@@ -1,4 +1,5 @@
-"""`db copy --to postgresql://...`: moving a site from its SQLite database to PostgreSQL."""
+"""`db copy --to postgresql://...`: moving a site from its SQLite database to PostgreSQL;
+`db export`: its parties as a seed file."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from pathlib import Path
 
 import click
 
+from ..services.seeding import NotExportable, export_seed
 from ..storage import StorageError, describe, is_postgresql
 from ..storage.postgresql.copy import copy_from_sqlite
-from . import CLOCK, _config, _prepare, emit, fail, main
+from . import CLOCK, _config, _prepare, _store, emit, fail, main
 
 
 @main.group()
@@ -50,3 +52,16 @@ def copy(ctx: click.Context, target: str) -> None:
             "tables": tables,
         }
     )
+
+
+@db.command("export")
+@click.pass_context
+def export(ctx: click.Context) -> None:
+    """Print every user, client and link as a seed file (TOML, not JSON) that `seed apply`
+    reads back: passwords as password_hash, client secrets as secret_digest. Keep it as you keep
+    the database."""
+    try:
+        text = export_seed(_store(ctx))
+    except NotExportable as error:
+        fail(f"The database cannot be exported as a seed file: {error}.")
+    click.echo(text, nl=False)

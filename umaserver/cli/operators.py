@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 import sys
 from typing import Any
-from urllib.parse import urlsplit
 
 import click
 
 from .. import secrets_at_rest
 from ..api.bearer import SCOPE_ALIASES
-from ..claims.model import ACCOUNT_CLAIM_TYPE, ACCOUNT_NOT_PUSHED, REDIRECT_TYPE
 from ..services import accounts, clients, identity_links
 from . import CLOCK, _config, _store, emit, fail, main
 
@@ -41,11 +39,15 @@ def _scopes(given: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _page_uri(option: str, uri: str | None) -> str | None:
-    if uri is not None:
-        parts = urlsplit(uri)
-        if parts.scheme not in ("http", "https") or not parts.netloc or len(uri) > 2000:
-            fail(f"{option}: {uri!r} is not an absolute http(s) URI.")
+    if uri is not None and (problem := clients.page_uri_problem(uri)) is not None:
+        fail(f"{option}: {uri!r} {problem}.")
     return uri
+
+
+def _check_push_types(push_types: tuple[str, ...]) -> None:
+    for claim_type in push_types:
+        if (problem := clients.push_claim_type_problem(claim_type)) is not None:
+            fail(problem)
 
 
 @client.command("create")
@@ -99,30 +101,18 @@ def client_create(
     if not name.strip():
         fail("The client name must not be empty.")
     uris = tuple(_check_redirect_uri(uri) for uri in redirect_uris)
-    for claim_type in push_types:
-        if not claim_type.strip():
-            fail("A claim type must not be empty.")
-        if claim_type == REDIRECT_TYPE:
-            fail(f"{REDIRECT_TYPE} is gathered by this server, not pushed by a client.")
-        if claim_type == ACCOUNT_CLAIM_TYPE:
-            fail(f"{ACCOUNT_NOT_PUSHED}.")
+    _check_push_types(push_types)
     claims_uris = tuple(_check_redirect_uri(uri) for uri in claims_redirect_uris)
-    if not grant_types:
-        grant_types = () if public else ("client_credentials", clients.UMA_TICKET)
-        if uris:
-            grant_types += ("authorization_code", "refresh_token")
-    grants = tuple(dict.fromkeys(grant_types))
-    settings = clients.ClientSettings(
+    settings = clients.declared_settings(
         name=name,
         redirect_uris=uris,
-        grant_types=grants,
-        response_types=("code",) if "authorization_code" in grants else (),
-        token_endpoint_auth_method="none" if public else "client_secret_basic",
-        scope=_scopes(scopes),
+        push_claim_types=push_types,
+        public=public,
+        grant_types=grant_types,
+        claims_redirect_uris=claims_uris,
+        scopes=_scopes(scopes),
         logo_uri=_page_uri("--logo-uri", logo_uri),
         client_uri=_page_uri("--client-uri", client_uri),
-        push_claim_types=tuple(dict.fromkeys(push_types)),
-        claims_redirect_uris=tuple(dict.fromkeys(claims_uris)),
     )
     problem = clients.settings_problem(settings)
     if problem is not None:
@@ -200,13 +190,7 @@ def registration_token_issue(
     ctx: click.Context, push_types: tuple[str, ...], expires_in: int
 ) -> None:
     """Mint an initial access token (RFC 7591 3), shown once and stored as a digest."""
-    for claim_type in push_types:
-        if not claim_type.strip():
-            fail("A claim type must not be empty.")
-        if claim_type == REDIRECT_TYPE:
-            fail(f"{REDIRECT_TYPE} is gathered by this server, not pushed by a client.")
-        if claim_type == ACCOUNT_CLAIM_TYPE:
-            fail(f"{ACCOUNT_NOT_PUSHED}.")
+    _check_push_types(push_types)
     allowed = tuple(dict.fromkeys(push_types))
     token = clients.issue_initial_access_token(_store(ctx), CLOCK.now(), allowed, expires_in)
     emit(
@@ -247,9 +231,7 @@ def user_create(
     ctx: click.Context, username: str, password_stdin: bool, claims: tuple[str, ...]
 ) -> None:
     """Create a local user."""
-    if not username or username != username.strip() or any(c.isspace() for c in username):
-        fail("The username must be non-empty and have no white space.")
-    if (problem := accounts.username_problem(username)) is not None:
+    if (problem := accounts.new_username_problem(username)) is not None:
         fail(problem)
     attributes: dict[str, Any] = {}
     for text in claims:
@@ -342,10 +324,7 @@ def user_set_password(ctx: click.Context, username: str, password_stdin: bool) -
     found = store.get_user_by_username(username)
     if found is None:
         fail(f"There is no user {username!r}.")
-    password_hash = _password_hash()
-    with store.transaction():
-        store.set_password_hash(found.sub, password_hash)
-        ended = store.delete_sessions_of(found.sub)
+    ended = accounts.set_password_hash(store, found.sub, _password_hash())
     emit({"username": username, "password_set": True, "sessions_ended": ended})
 
 

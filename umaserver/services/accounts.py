@@ -41,6 +41,22 @@ def username_problem(username: str) -> str | None:
     return None
 
 
+def new_username_problem(username: str) -> str | None:
+    """Why an operator may not name a new user `username` (`user create`, a seed file), as a
+    sentence; None when they may."""
+    if not username or username != username.strip() or any(c.isspace() for c in username):
+        return "The username must be non-empty and have no white space."
+    return username_problem(username)
+
+
+def set_password_hash(storage: Storage, sub: str, password_hash: str) -> int:
+    """Gives the user a new password (its argon2id hash) and ends their sessions, in one
+    transaction: how many ended."""
+    with storage.transaction():
+        storage.set_password_hash(sub, password_hash)
+        return storage.delete_sessions_of(sub)
+
+
 def check_stored_usernames(storage: Storage) -> None:
     """Raises ClashingUsernames when a stored user's name could be a client's own name (users
     made before names were checked). Called wherever the database is prepared."""

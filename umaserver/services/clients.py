@@ -16,6 +16,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from .. import secrets_at_rest
+from ..claims.model import ACCOUNT_CLAIM_TYPE, ACCOUNT_NOT_PUSHED, REDIRECT_TYPE
 from ..storage import Storage
 from ..storage.records import Client, InitialAccessToken
 
@@ -86,6 +87,61 @@ class ClientSettings:
     @property
     def is_public(self) -> bool:
         return self.token_endpoint_auth_method == "none"  # noqa: S105 - a method name
+
+
+def push_claim_type_problem(claim_type: str) -> str | None:
+    """Why a client may not be given `claim_type` to push, as a sentence; None when it may."""
+    if not claim_type.strip():
+        return "A claim type must not be empty."
+    if claim_type == REDIRECT_TYPE:
+        return f"{REDIRECT_TYPE} is gathered by this server, not pushed by a client."
+    if claim_type == ACCOUNT_CLAIM_TYPE:
+        return f"{ACCOUNT_NOT_PUSHED}."
+    return None
+
+
+def page_uri_problem(uri: str) -> str | None:
+    """Why `uri` may not be a client's logo or home page, as words after it; None when it may."""
+    parts = urlsplit(uri)
+    if parts.scheme not in ("http", "https") or not parts.netloc or len(uri) > 2000:
+        return "is not an absolute http(s) URI"
+    return None
+
+
+def declared_settings(
+    *,
+    name: str,
+    redirect_uris: tuple[str, ...],
+    push_claim_types: tuple[str, ...],
+    public: bool,
+    grant_types: tuple[str, ...],
+    claims_redirect_uris: tuple[str, ...],
+    scopes: tuple[str, ...],
+    logo_uri: str | None,
+    client_uri: str | None,
+    auth_method: str = "client_secret_basic",
+) -> ClientSettings:
+    """The settings of a client an operator declares (`client create`, a seed file), with their
+    defaults: without grant types, client_credentials and the uma-ticket grant (none for a
+    public client), and the code flow with refresh tokens when redirect URIs are given; without
+    scopes, both. Check the result with `settings_problem`."""
+    if not grant_types:
+        grant_types = () if public else ("client_credentials", UMA_TICKET)
+        if redirect_uris:
+            grant_types += ("authorization_code", "refresh_token")
+    grants = tuple(dict.fromkeys(grant_types))
+    return ClientSettings(
+        name=name,
+        redirect_uris=redirect_uris,
+        grant_types=grants,
+        response_types=("code",) if "authorization_code" in grants else (),
+        token_endpoint_auth_method="none" if public else auth_method,
+        scope=tuple(scope for scope in SCOPES if scope in scopes) or SCOPES,
+        logo_uri=logo_uri,
+        client_uri=client_uri,
+        push_claim_types=tuple(dict.fromkeys(push_claim_types)),
+        claims_redirect_uris=tuple(dict.fromkeys(claims_redirect_uris)),
+    )
 
 
 Problem = tuple[Literal["invalid_redirect_uri", "invalid_client_metadata"], str]
@@ -182,6 +238,25 @@ def create_client(
     )
     storage.add_client(client, now)
     return Issued(client, secret, registration_token)
+
+
+def add_declared_client(
+    storage: Storage, now: int, client_id: str, settings: ClientSettings, secret_digest: str
+) -> Client:
+    """Stores a client of checked `settings` under the `client_id` an operator chose (a seed
+    file), with the digest of its secret ("" for a public client)."""
+    client = Client(
+        client_id=client_id,
+        secret_digest="" if settings.is_public else secret_digest,
+        name=settings.name,
+        redirect_uris=settings.redirect_uris,
+        push_claim_types=settings.push_claim_types,
+        metadata=metadata_of(settings),
+        registration_digest=None,
+        created_at=now,
+    )
+    storage.add_client(client, now)
+    return client
 
 
 def settings_of(client: Client) -> ClientSettings:

@@ -21,7 +21,7 @@ def link_problem(
     subject: str,
 ) -> str | None:
     """Links the identity `subject` at `issuer` to the user; a sentence saying why not, else None."""
-    problem = _identity_problem(issuers, issuer, subject)
+    problem = identity_problem(issuers, issuer, subject)
     if problem is not None:
         return problem
     user = store.get_user_by_username(username)
@@ -33,6 +33,11 @@ def link_problem(
         holder = store.linked_user(issuer, subject)
     if holder == user.sub:
         return f"The identity {subject!r} at {issuer} is linked to {username!r} already."
+    return elsewhere_problem(store, holder, issuer, subject)
+
+
+def elsewhere_problem(store: Storage, holder: str | None, issuer: str, subject: str) -> str:
+    """The sentence for an identity linked to another user than the one asked for: `holder`."""
     other = store.get_username(holder) if holder is not None else None
     return (
         f"The identity {subject!r} at {issuer} is linked to another user ({other!r});"
@@ -52,7 +57,8 @@ def unlink_problem(store: Storage, username: str, issuer: str, subject: str) -> 
     return None
 
 
-def _identity_problem(issuers: Sequence[OidcIssuer], issuer: str, subject: str) -> str | None:
+def identity_problem(issuers: Sequence[OidcIssuer], issuer: str, subject: str) -> str | None:
+    """Why the identity `subject` at `issuer` cannot be linked to anyone here; None when it can."""
     if not any(entry.issuer == issuer for entry in issuers):
         configured = ", ".join(entry.issuer for entry in issuers) or "none"
         return (
