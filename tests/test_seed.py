@@ -4,16 +4,27 @@ export`; the parties they make sign in and get tokens through the app."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask.testing import FlaskClient
 
+import umaserver
 from umaserver import create_app, secrets_at_rest
+from umaserver.claims.model import ACCOUNT_CLAIM_TYPE
 from umaserver.config import load_config
 
-from .conftest import CLI, FakeClock, open_store, stored_client, stored_user, write_config
+from .conftest import (
+    CLI,
+    ROOT,
+    FakeClock,
+    open_store,
+    stored_client,
+    stored_user,
+    write_config,
+)
 from .oidc_fixtures import jwks_of, make_rsa_key
 from .pages_helpers import sign_in
 
@@ -408,3 +419,38 @@ def test_a_seeded_user_has_the_declared_claims_and_a_hashed_password(
     client = stored_client(store, "photo-server")
     assert client is not None and client.check_secret("photo-server-secret")
     assert client.push_claim_types == ("https://example.com/claims/employee",)
+
+
+# -- the example the README uses -------------------------------------------------------------------
+
+EXAMPLE = Path(umaserver.__file__).parent / "examples" / "seed.toml"
+
+
+def test_the_example_seed_gives_the_readme_its_parties(tmp_path: Path) -> None:
+    example_rules = (ROOT / "policies.example.toml").read_text(encoding="utf-8")
+    (tmp_path / "policies.toml").write_text(example_rules, encoding="utf-8")
+    cli = CLI(write_config(tmp_path))
+    cli.json("init")
+    assert apply(cli, EXAMPLE) == {
+        "created": ["user:alice", "user:bob", "client:photo-server", "client:viewer"],
+        "changed": [],
+        "kept": [],
+    }
+    http = app_of(cli)
+    assert sign_in(http, "alice", "alice's example password").status_code == 303
+    assert sign_in(app_of(cli), "bob", "bob's example password").status_code == 303
+    answer = token(http, "photo-server", "photo-server-example-secret")
+    assert answer.status_code == 200, answer.json
+    aat = cli.json(
+        "token", "issue", "--client", "viewer", "--user", "bob", "--scope", "uma_authorization"
+    )
+    assert aat["access_token"]
+    # The viewer may push every claim type the example rules read from a client.
+    (viewer,) = [c for c in cli.json("client", "list") if c["client_id"] == "viewer"]
+    read = {
+        claim_type
+        for rule in tomllib.loads(example_rules)["rules"]
+        for condition in rule.get("conditions", [])
+        for claim_type in condition.get("types", [])
+    }
+    assert read - {ACCOUNT_CLAIM_TYPE} <= set(viewer["uma_push_claim_types"])
