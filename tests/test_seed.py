@@ -4,6 +4,7 @@ export`; the parties they make sign in and get tokens through the app."""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -454,3 +455,12 @@ def test_the_example_seed_gives_the_readme_its_parties(tmp_path: Path) -> None:
         for claim_type in condition.get("types", [])
     }
     assert read - {ACCOUNT_CLAIM_TYPE} <= set(viewer["uma_push_claim_types"])
+
+
+def test_the_readme_section_applies_as_written(seeding: CLI, tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Declaring parties in a seed file\n", 1)[1].split("\n## ", 1)[0]
+    (toml_block,) = re.findall(r"```toml\n(.*?)```", section, re.DOTALL)
+    (sh_block,) = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
+    printed = sh_block.strip().splitlines()[-1].removeprefix("# ")
+    assert apply(seeding, seed_file(tmp_path, toml_block)) == json.loads(printed)
