@@ -28,7 +28,7 @@ from .. import secrets_at_rest
 from ..config import Config
 from ..seed_file import Seed, SeedClient, SeedError, SeedUser
 from ..storage import Storage
-from ..storage.records import Client, SeededParty, User
+from ..storage.records import Client, SeededParty
 from . import accounts, clients, identity_links
 
 
@@ -56,6 +56,9 @@ def apply_seed(
     problems = _file_problems(seed, config, settings)
     if problems:
         raise SeedError(problems)
+    # Passwords are checked and hashed before the transaction: argon2id takes a tenth of a
+    # second each, and a server's writers wait while the transaction holds the database.
+    passwords = _PasswordCheck(storage, seed)
     report = SeedReport()
     with storage.transaction():
         storage.lock_seeding()
@@ -63,7 +66,7 @@ def apply_seed(
         if problems:
             raise SeedError(problems)
         for user in seed.users:
-            _apply_user(storage, seed, user, now, report)
+            _apply_user(storage, seed, user, passwords, now, report)
         for client in seed.clients:
             _apply_client(storage, client, settings[client.client_id], now, report)
         for link in seed.links:
@@ -197,13 +200,18 @@ def _stored_problems(storage: Storage, seed: Seed) -> list[str]:
     return problems
 
 
-def _apply_user(storage: Storage, seed: Seed, user: SeedUser, now: int, report: SeedReport) -> None:
+def _apply_user(
+    storage: Storage,
+    seed: Seed,
+    user: SeedUser,
+    passwords: _PasswordCheck,
+    now: int,
+    report: SeedReport,
+) -> None:
     name = f"user:{user.username}"
     found = storage.get_user_by_username(user.username)
     if found is None:
-        password_hash = user.password_hash
-        if user.password is not None:
-            password_hash = secrets_at_rest.hash_password(user.password)
+        password_hash = passwords.new_hash(user, None)
         made = accounts.create_user(storage, now, user.username, password_hash, user.claims)
         if made is None:  # `user create` took the name meanwhile (it does not take the lock)
             raise SeedError([seed.problem(f"{user.place}.username", "taken meanwhile")])
@@ -214,24 +222,43 @@ def _apply_user(storage: Storage, seed: Seed, user: SeedUser, now: int, report: 
     if not _same_json(found.claims, user.claims):
         storage.set_user_claims(found.sub, user.claims)
         changed = True
-    new_hash = _new_password_hash(found, user)
-    if new_hash is not None:
+    new_hash = passwords.new_hash(user, found.password_hash)
+    if new_hash is not None and new_hash != found.password_hash:
         accounts.set_password_hash(storage, found.sub, new_hash)  # their sessions end
         changed = True
     (report.changed if changed else report.kept).append(name)
 
 
-def _new_password_hash(found: User, user: SeedUser) -> str | None:
-    """The hash to store when the file gives a password the user does not have; else None."""
-    if user.password_hash is not None:
-        return None if user.password_hash == found.password_hash else user.password_hash
-    if user.password is None:
-        return None
-    if found.password_hash is not None and secrets_at_rest.check_password(
-        user.password, found.password_hash
-    ):
-        return None
-    return secrets_at_rest.hash_password(user.password)
+class _PasswordCheck:
+    """Each user's password of the file against the hash stored before the transaction, and a
+    new hash where it does not match."""
+
+    def __init__(self, storage: Storage, seed: Seed) -> None:
+        self._matched: dict[str, str] = {}  # username -> the stored hash its password matches
+        self._hashed: dict[str, str] = {}  # username -> a new hash of its password
+        for user in seed.users:
+            if user.password is None:
+                continue
+            found = storage.get_user_by_username(user.username)
+            stored = None if found is None else found.password_hash
+            if stored is not None and secrets_at_rest.check_password(user.password, stored):
+                self._matched[user.username] = stored
+            else:
+                self._hashed[user.username] = secrets_at_rest.hash_password(user.password)
+
+    def new_hash(self, user: SeedUser, stored: str | None) -> str | None:
+        """The hash the user is to have: the stored one when the file's password matches it (or
+        the file gives none), else the file's."""
+        if user.password_hash is not None:
+            return user.password_hash
+        if user.password is None:
+            return stored
+        if stored is not None and self._matched.get(user.username) == stored:
+            return stored
+        if stored is not None and secrets_at_rest.check_password(user.password, stored):
+            return stored  # changed meanwhile, to the file's password
+        found = self._hashed.get(user.username)
+        return found if found is not None else secrets_at_rest.hash_password(user.password)
 
 
 def _apply_client(
