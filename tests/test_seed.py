@@ -294,6 +294,27 @@ def test_prune_removes_only_what_a_seed_created(seeding: CLI, tmp_path: Path) ->
             "seed.toml: line 31: clients[2].grant_types: 'implicit' is not one of",
         ),
         ("[[users]\n", "seed.toml: not valid TOML:"),
+        (
+            '[[users]]\nusername = "carol"\npassword_hash = "hunter2"\n',
+            "seed.toml: line 3: users[0].password_hash: must be an argon2id (or scrypt) hash",
+        ),
+        (
+            '[[users]]\nusername = "carol"\npassword = "a"\npassword_env = "BOB_PASSWORD"\n',
+            "seed.toml: line 1: users[0]: give one of password, password_env and password_hash",
+        ),
+        (
+            '[[clients]]\nclient_id = "c"\nname = "C"\nsecret_digest = "abc"\n',
+            "seed.toml: line 4: clients[0].secret_digest: must be a SHA-256 digest",
+        ),
+        (
+            '[[users]]\nusername = "carol"\n[users.claims]\nemail = "c@example.com"\n'
+            "since = 2024-01-01\n",
+            "seed.toml: line 3: users[0].claims: must hold strings, numbers, booleans",
+        ),
+        (
+            '[[users]]\nusername = "carol"\n\n[extra]\nkey = 1\n',
+            "seed.toml: line 4: extra: unknown key",
+        ),
     ],
 )
 def test_a_bad_file_is_refused_whole_with_its_place_and_line(
@@ -464,3 +485,20 @@ def test_the_readme_section_applies_as_written(seeding: CLI, tmp_path: Path) -> 
     (sh_block,) = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
     printed = sh_block.strip().splitlines()[-1].removeprefix("# ")
     assert apply(seeding, seed_file(tmp_path, toml_block)) == json.loads(printed)
+
+
+def test_a_missing_file_is_named(seeding: CLI, tmp_path: Path) -> None:
+    assert (
+        refused(seeding, tmp_path / "nowhere.toml")
+        == f"{tmp_path / 'nowhere.toml'}: no such file\n"
+    )
+
+
+def test_export_refuses_a_claim_toml_cannot_hold(seeding: CLI) -> None:
+    seeding.json("user", "create", "carol", "--claim", "nickname=null")
+    result = seeding("db", "export")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr == (
+        "The database cannot be exported as a seed file: users 'carol': claims: a value of"
+        " NoneType (JSON null) has no place in a seed file (TOML).\n"
+    )
