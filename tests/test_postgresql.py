@@ -21,6 +21,7 @@ from umaserver.storage import PostgreSQLSettings, SchemaError, open_storage
 from umaserver.storage.migrations import current_version, step
 from umaserver.storage.postgresql import pool
 from umaserver.storage.postgresql.migrate import FIRST_VERSION
+from umaserver.storage.records import SeededParty
 
 from .conftest import (
     SECRET,
@@ -260,6 +261,9 @@ def test_db_copy_moves_every_row_and_checks_the_counts(
         make_person(store, "bob", None, {"email": "bob@example.org"})
         for index in range(3):
             store.record_signin_failure(f"key-{index}", 1_700_000_000 + index)
+        seeded = [SeededParty("client", client_id), SeededParty("link", "https://op", "a 1")]
+        for entry in seeded:
+            store.record_seeded(entry, 1_700_000_000)
         clients = store.list_clients()
         users = store.list_users()
     finally:
@@ -272,6 +276,7 @@ def test_db_copy_moves_every_row_and_checks_the_counts(
     tables = answer["tables"]
     assert (tables["clients"], tables["users"], tables["access_tokens"]) == (1, 2, 1)
     assert tables["signin_failures"] == 3 and answer["rows"] == sum(tables.values())
+    assert tables["seeded_parties"] == 2
 
     copied = open_storage(empty)
     try:
@@ -283,6 +288,7 @@ def test_db_copy_moves_every_row_and_checks_the_counts(
         token = copied.get_access_token(secrets_at_rest.digest(party.token))
         assert token is not None and token.username == "alice" and token.revoked is False
         assert copied.signin_failures_since("key-2", 0) == [1_700_000_002]
+        assert copied.seeded_parties() == sorted(seeded, key=lambda p: (p.kind, p.party))
     finally:
         copied.close()
 
