@@ -219,8 +219,17 @@ def test_prune_removes_only_what_a_seed_created(seeding: CLI, tmp_path: Path) ->
     # A seed party deleted by hand is forgotten; made again by the seed, it is the seed's again.
     seeding.json("user", "delete", "bob")
     assert apply(seeding, path, "--prune")["created"] == ["user:bob"]
+    # A user the file links is kept, though it lists no users.
+    only_link = seed_file(tmp_path, SEED[SEED.index("[[links]]") :], "link.toml")
+    apply(seeding, seed_file(tmp_path, SEED))
+    assert apply(seeding, only_link, "--prune") == {
+        "created": [],
+        "changed": [],
+        "kept": [f"link:alice@{OP}"],
+        "removed": ["user:bob", "client:photo-app", "client:photo-server"],
+    }
     empty = seed_file(tmp_path, "", "empty.toml")
-    assert apply(seeding, empty, "--prune")["removed"] == ["user:bob", "client:photo-server"]
+    assert apply(seeding, empty, "--prune")["removed"] == [f"link:alice@{OP}", "user:alice"]
 
 
 @pytest.mark.parametrize(

@@ -172,13 +172,13 @@ def _stored_problems(storage: Storage, seed: Seed) -> list[str]:
     for client in seed.clients:
         found = storage.get_client(client.client_id)
         if found is not None and clients.settings_of(found).is_public != client.is_public:
-            was, now = (
+            was, becomes = (
                 ("confidential", "public") if client.is_public else ("public", "confidential")
             )
             problems.append(
                 seed.problem(
                     client.place,
-                    f"the client {client.client_id!r} is {was}: it cannot become {now}, since its"
+                    f"the client {client.client_id!r} is {was}: it cannot become {becomes}, since its"
                     f" tokens would then prove something else; delete it first (client delete),"
                     f" or give it another client_id",
                 )
@@ -297,7 +297,8 @@ def _same_secret(found: Client, client: SeedClient, digest: str) -> bool:
 def _prune(storage: Storage, seed: Seed, report: SeedReport) -> None:
     """Removes what an earlier apply created and `seed` no longer lists; forgets the records of
     parties that are gone another way."""
-    usernames = {user.username for user in seed.users}
+    # A user the file links an identity to is wanted, even when it lists them among no users.
+    usernames = {user.username for user in seed.users} | {link.user for link in seed.links}
     client_ids = {client.client_id for client in seed.clients}
     links = {(link.issuer, link.subject) for link in seed.links}
     recorded = storage.seeded_parties()
