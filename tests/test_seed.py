@@ -511,3 +511,22 @@ def test_export_refuses_a_claim_toml_cannot_hold(seeding: CLI) -> None:
         "The database cannot be exported as a seed file: users 'carol': claims: a value of"
         " NoneType (JSON null) has no place in a seed file (TOML).\n"
     )
+
+
+def test_a_client_registered_without_a_name_is_exported_under_its_id(seeding: CLI) -> None:
+    issued = seeding.json("registration-token", "issue")
+    reply = app_of(seeding).post(
+        "/register",
+        json={"grant_types": ["client_credentials"]},
+        headers={"Authorization": f"Bearer {issued['initial_access_token']}"},
+    )
+    assert reply.status_code == 201, reply.json
+    client_id = reply.json["client_id"]
+    text = seeding("db", "export").stdout
+    assert f'client_id = "{client_id}"\n# Registered without a name' in text
+    assert f'name = "{client_id}"' in text
+    (seeding.config_path.parent / "fresh").mkdir()
+    fresh = seeding_cli(seeding.config_path.parent / "fresh")
+    assert apply(fresh, seed_file(seeding.config_path.parent, text))["created"] == [
+        f"client:{client_id}"
+    ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hmac
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import secrets_at_rest
@@ -357,6 +357,9 @@ def export_seed(storage: Storage) -> str:
     for client in storage.list_clients():
         settings = clients.settings_of(client)
         out += ["", "[[clients]]", f"client_id = {_string(client.client_id)}"]
+        if not settings.name:  # registered at /register without a client_name
+            out.append("# Registered without a name; a seed's client has one: its client_id here.")
+            settings = replace(settings, name=client.client_id)
         if not settings.is_public:
             out.append(f"secret_digest = {_string(client.secret_digest)}")
             if settings.token_endpoint_auth_method != "client_secret_basic":  # noqa: S105
