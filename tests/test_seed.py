@@ -530,3 +530,23 @@ def test_a_client_registered_without_a_name_is_exported_under_its_id(seeding: CL
     assert apply(fresh, seed_file(seeding.config_path.parent, text))["created"] == [
         f"client:{client_id}"
     ]
+
+
+def test_a_client_may_take_its_secret_in_the_form(seeding: CLI, tmp_path: Path) -> None:
+    text = (
+        '[[clients]]\nclient_id = "poster"\nname = "Poster"\nsecret = "poster-secret-0123"\n'
+        'token_endpoint_auth_method = "client_secret_post"\n'
+    )
+    apply(seeding, seed_file(tmp_path, text))
+    form = {
+        "grant_type": "client_credentials",
+        "scope": "uma_protection",
+        "client_id": "poster",
+        "client_secret": "poster-secret-0123",
+    }
+    assert app_of(seeding).post("/token", data=form).status_code == 200
+    exported = seeding("db", "export").stdout
+    assert 'token_endpoint_auth_method = "client_secret_post"' in exported
+    assert apply(seeding, seed_file(tmp_path, exported, "exported.toml"))["kept"] == [
+        "client:poster"
+    ]
