@@ -337,13 +337,25 @@ def test_a_bad_file_is_refused_whole_with_its_place_and_line(
 
 
 def test_every_problem_is_reported_at_once(seeding: CLI, tmp_path: Path) -> None:
-    text = SEED.replace('secret = "photo-server-secret"', 'secret = "short"').replace(
-        'name = "Photo app"', 'name = "Photo app"\ncolour = "blue"'
+    text = (
+        SEED.replace('secret = "photo-server-secret"', 'secret = "short"')
+        .replace('name = "Photo app"', 'name = "Photo app"\ncolour = "blue"')
+        .replace('user = "alice"', 'user = "nobody"')
     )
     error = refused(seeding, seed_file(tmp_path, text))
     assert error.splitlines() == [
         f"{tmp_path / 'seed.toml'}: line 13: clients[0].secret: must be at least 16 characters",
         f"{tmp_path / 'seed.toml'}: line 21: clients[1].colour: unknown key",
+    ]
+    # Once the file reads, what it asks of the database is named in the same run.
+    text = text.replace('secret = "short"', 'secret = "long-enough-secret"').replace(
+        'name = "Photo app"\ncolour = "blue"', 'name = "Photo app"'
+    )
+    text = text.replace('"http://127.0.0.1:9001/cb"', '"http://example.com/cb"')
+    error = refused(seeding, seed_file(tmp_path, text))
+    assert [line.split(": ", 2)[2].split(":")[0] for line in error.splitlines()] == [
+        "clients[1].redirect_uris",
+        "links[0].user",
     ]
 
 

@@ -54,8 +54,8 @@ def apply_seed(
     written) naming every problem, each with the file's line."""
     settings = {client.client_id: _settings(client) for client in seed.clients}
     problems = _file_problems(seed, config, settings)
-    if problems:
-        raise SeedError(problems)
+    if problems:  # with what the database tells already, so that one run names every problem
+        raise SeedError(problems + _stored_problems(storage, seed))
     # Passwords are checked and hashed before the transaction: argon2id takes a tenth of a
     # second each, and a server's writers wait while the transaction holds the database.
     passwords = _PasswordCheck(storage, seed)
