@@ -334,6 +334,15 @@ def test_the_metadata_gives_ranges_and_the_postgresql_extra(installed: Installed
         assert str(req.specifier) == f"<{tested.major + 1},>={tested.major}.{tested.minor}", name
         assert tested in req.specifier
 
+    # pip's own check: the versions the tests run with (the dev venv's, seen by the new venv)
+    # satisfy every range the package asks for.
+    checked = run(
+        [sys.executable, "-m", "pip", "--python", str(installed.python), "check"],
+        installed.work,
+        installed.env,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
 
 @pytest.mark.live
 def test_make_clean_removes_what_a_build_leaves(tmp_path: Path) -> None:
