@@ -90,6 +90,28 @@ def test_create_app_is_still_imported_from_the_package() -> None:
     assert done.stdout.strip() == "module 'umaserver' has no attribute 'no_such_name'"
 
 
+def test_without_the_driver_only_the_postgresql_modules_cannot_be_imported() -> None:
+    done = python(
+        NO_DRIVER
+        + "import importlib, pkgutil, umaserver\n"
+        + "for found in pkgutil.walk_packages(umaserver.__path__, 'umaserver.'):\n"
+        + "    if found.name != 'umaserver.__main__':\n"
+        + "        try:\n"
+        + "            importlib.import_module(found.name)\n"
+        + "        except ImportError:\n"
+        + "            print(found.name)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(done.stdout.split()) == [
+        "umaserver.services.postgresql_opener",
+        "umaserver.storage.postgresql.connection",
+        "umaserver.storage.postgresql.copy",
+        "umaserver.storage.postgresql.database",
+        "umaserver.storage.postgresql.migrate",
+        "umaserver.storage.postgresql.pool",
+    ]
+
+
 def test_without_the_driver_the_command_line_and_the_app_work_on_sqlite(tmp_path: Path) -> None:
     config = write_config(tmp_path, str(tmp_path / "uma.db"))
     init = python(NO_DRIVER + CLI, "--config", str(config), "init")
