@@ -123,5 +123,6 @@ BASE ?=
 bench-ab: $(VENV)/.bench-installed bench-deps
 	$(BIN)/python bench/ab.py $(if $(BASE),--base $(BASE))
 
+# Also what a build of the package leaves (`pip install .`, `pip wheel .`): build/ and *.egg-info.
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache $(OIDC_PROVIDER)/node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache $(OIDC_PROVIDER)/node_modules build *.egg-info

@@ -15,12 +15,11 @@ from typing import Any, NoReturn
 import click
 from flask import Flask
 
-from .. import create_app
+from ..app_factory import create_app
 from ..clock import SystemClock
 from ..config import Config, ConfigError, load_config
 from ..policy.rule_file import PolicyError
 from ..services import accounts, database, signing_keys
-from ..services.postgresql_opener import PostgreSQLOpener
 from ..storage import (
     Storage,
     StorageError,
@@ -160,8 +159,9 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
     configure_logging()
     config = _config(ctx)
     app = _app(config)  # prepares the database, or logs why it cannot now
-    handles = opener(app)
-    prepared = not isinstance(handles, database.Opener | PostgreSQLOpener) or handles.ready
+    # SQLite's opener or PostgreSQL's (whose module is loaded only with a PostgreSQL database).
+    handles: object = opener(app)
+    prepared = not isinstance(handles, database.PreparedOnce) or handles.ready
     # When it could not even be prepared, create_app has said so already.
     problem = write_problem(config.database, config.postgresql) if prepared else None
     if problem is not None:

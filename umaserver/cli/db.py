@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..storage import StorageError, describe, is_postgresql
-from ..storage.postgresql.copy import copy_from_sqlite
+from ..storage.postgresql import MISSING_DRIVER, driver_missing
 from . import CLOCK, _config, _prepare, emit, fail, main
 
 
@@ -36,6 +36,10 @@ def copy(ctx: click.Context, target: str) -> None:
     source = Path(config.database)
     if not source.exists():
         fail(f"There is no SQLite database {source} to copy.")
+    if driver_missing():
+        fail(f"Copying into PostgreSQL {MISSING_DRIVER}.")
+    from ..storage.postgresql.copy import copy_from_sqlite  # psycopg: only when copying
+
     _prepare(config)  # the same schema version as the target gets
     try:
         tables = copy_from_sqlite(source, target, CLOCK.now(), config.postgresql.connect_timeout)
