@@ -183,14 +183,11 @@ def _absolute(database: str) -> str:
 
 
 def _made_by_dev(config: Config) -> bool:
-    """Whether the config's database lies in a temporary folder of dev's."""
+    """Whether the config's database lies in a temporary folder of dev's (by its name: only a
+    folder dev makes itself is ever removed)."""
     if is_postgresql(config.database):
         return False
-    folder = Path(config.database).parent
-    return (
-        folder.name.startswith(FOLDER_PREFIX)
-        and folder.parent == Path(tempfile.gettempdir()).resolve()
-    )
+    return Path(config.database).parent.name.startswith(FOLDER_PREFIX)
 
 
 def _temporary_folder(cleanup: ExitStack) -> Path:
