@@ -34,7 +34,7 @@ import click
 
 from ..config import Config, ConfigError, load_config
 from ..services import accounts
-from ..storage import describe, is_postgresql, open_storage
+from ..storage import Storage, describe, is_postgresql, open_storage
 from . import CLOCK, fail, initialise, main, run_server
 
 NOT_FOR_PRODUCTION = (
@@ -271,7 +271,10 @@ def _apply_seed(config: Config, path: Path) -> list[Row]:
         fail("\n".join(error.errors))
     store = open_storage(config.database, config.postgresql)
     try:
-        seeding.apply_seed(store, seed, config, now=CLOCK.now())
+        try:
+            seeding.apply_seed(store, seed, config, now=CLOCK.now())
+        except ConfigError as error:  # what the file refers to is not there, ...
+            fail("\n".join(error.errors))
         usernames = [user.username for user in seed.users]
         client_ids = [client.client_id for client in seed.clients]
         return _ready_tokens(store, config, usernames, client_ids)
@@ -280,8 +283,10 @@ def _apply_seed(config: Config, path: Path) -> list[Row]:
 
 
 def _ready_tokens(
-    store: Any, config: Config, usernames: list[str], client_ids: list[str]
+    store: Storage, config: Config, usernames: list[str], client_ids: list[str]
 ) -> list[Row]:
+    """A token of each kind the client's scopes allow: for each user through each confidential
+    client, then for each confidential client acting for itself (as `client_credentials` gives)."""
     rows: list[Row] = [("user", username, "") for username in usernames]
     issuers = []
     for client_id in client_ids:
@@ -289,22 +294,25 @@ def _ready_tokens(
         if client is None:
             continue
         confidential = client.metadata.get("token_endpoint_auth_method") != "none"
-        rows.append(("client", client_id, "" if confidential else "(public)"))
+        rows.append(("client", client_id, "" if confidential else "(public: no tokens)"))
         if confidential:
             scopes = str(client.metadata.get("scope", "uma_protection uma_authorization")).split()
             issuers.append((client_id, scopes))
-    now, lifetime = CLOCK.now(), config.lifetimes.access_token
+    holders: list[tuple[str, str | None]] = []
     for username in usernames:
         user = store.get_user_by_username(username)
-        if user is None:
-            continue
+        if user is not None:
+            holders.append((username, user.sub))
+    now, lifetime = CLOCK.now(), config.lifetimes.access_token
+    for name, user_sub in [*holders, (None, None)]:
         for client_id, scopes in issuers:
             for kind, scope in TOKEN_KINDS:
                 if scope not in scopes:
                     continue
                 token = accounts.new_access_token()
-                accounts.store_access_token(store, now, token, client_id, user.sub, scope, lifetime)
-                rows.append((kind, f"{username} via {client_id}", token))
+                accounts.store_access_token(store, now, token, client_id, user_sub, scope, lifetime)
+                held = f"{name} via {client_id}" if name is not None else f"{client_id} itself"
+                rows.append((kind, held, token))
     return rows
 
 
