@@ -21,6 +21,7 @@ KEPT = (
     "identity_links",
     "signing_keys",
     "owner_rule_versions",
+    # With `seed apply` (migration 0018): "seeded_parties", which parties a seed made (they stay).
 )
 
 # Forgotten, in this order (what points at a row goes before the row).
