@@ -54,6 +54,10 @@ def copy(ctx: click.Context, target: str) -> None:
     )
 
 
+# Kept tables that are no party: left out of what `db reset` says it kept.
+_BOOKKEEPING = ("schema_migrations", "owner_rule_versions")
+
+
 @db.command("reset")
 @click.option(
     "--keep-parties",
@@ -84,7 +88,7 @@ def reset(ctx: click.Context, keep_parties: bool) -> None:
         {
             "database": describe(config.database),
             "status": "reset",
-            "kept": [table for table in KEPT if table != "schema_migrations"],
+            "kept": [table for table in KEPT if table not in _BOOKKEEPING],
             "forgotten": forgotten,
             "rule_file": str(config.policies),
         }
