@@ -18,6 +18,7 @@ from .oauth import OAuth
 from .owner_rules import OwnerRules
 from .pcts import Pcts
 from .requests import Requests
+from .reset import Reset
 from .resources import Resources
 from .sessions import Sessions
 from .shares import Shares
@@ -44,5 +45,6 @@ class SQLStorage(
     Events,
     Requests,
     Notices,
+    Reset,
 ):
     """The contract's operations over one connection (see `contract.Storage`)."""
