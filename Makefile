@@ -1,4 +1,4 @@
-# `make run`: set up and serve on http://127.0.0.1:8080.  `make test`: set up and run every check.
+# `make run`: set up and serve on http://127.0.0.1:8080 (`umaserver dev`).  `make test`: set up and run every check.
 # `make bench` (QUICK=1 for a short subset): the benchmark, see bench/README.md.
 # `make bench-ab [BASE=<commit>]`: the benchmark's regression gate, an A/B of BASE against this checkout.
 PYTHON ?= python3
@@ -17,17 +17,12 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
-# A local config with a freshly generated secret, written once and kept out of git.
-$(CONFIG): | $(BIN)/python
-	$(BIN)/python -c "import secrets, pathlib; \
-	text = pathlib.Path('config.example.toml').read_text(); \
-	assert 'secret_key = \"\"' in text; \
-	pathlib.Path('$(CONFIG)').write_text(text.replace('secret_key = \"\"', 'secret_key = \"' + secrets.token_urlsafe(32) + '\"', 1))"
-	@echo "wrote $(CONFIG) with a fresh secret_key"
-
-run: $(VENV)/.installed $(CONFIG)
-	$(BIN)/python -m umaserver --config $(CONFIG) init
-	$(BIN)/python -m umaserver --config $(CONFIG) serve
+# `umaserver dev` (issue 26): writes local.toml (kept out of git) with a fresh secret the first
+# time and reuses it, serves on http://127.0.0.1:8080 with a temporary database, and prints ready
+# tokens for the README's seed (applied when the file is there).
+SEED := umaserver/examples/seed.toml
+run: $(VENV)/.installed
+	$(BIN)/python -m umaserver dev --config $(CONFIG) $(if $(wildcard $(SEED)),--seed $(SEED))
 
 # lint-imports: the layers and no-cycles contracts of pyproject.toml's [tool.importlinter].
 lint: $(VENV)/.installed
@@ -123,5 +118,6 @@ BASE ?=
 bench-ab: $(VENV)/.bench-installed bench-deps
 	$(BIN)/python bench/ab.py $(if $(BASE),--base $(BASE))
 
+# Also what a build of the package leaves (`pip install .`, `pip wheel .`): build/ and *.egg-info.
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache $(OIDC_PROVIDER)/node_modules
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .import_linter_cache $(OIDC_PROVIDER)/node_modules build *.egg-info

@@ -1,4 +1,4 @@
-"""The resource set registration API: every status of DESIGN.md and every error, as tables."""
+"""The resource set registration API: every status of docs/design.md and every error, as tables."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from .claims.oidc_issuers import OidcIssuer
 from .claims.saml import SamlIdp
 from .sharing_config import MailSettings, SharingSettings, mail_settings, sharing_settings
 from .storage import Database, PostgreSQLSettings, is_postgresql
+from .storage.postgresql import MISSING_DRIVER, driver_missing
 from .toml_reader import TableReader, non_empty, positive, valid_port
 
 T = TypeVar("T")
@@ -233,6 +234,8 @@ def _database(value: str) -> str | None:
         return "must not be empty"
     if not is_postgresql(value):
         return None
+    if driver_missing():  # installed without the extra
+        return MISSING_DRIVER
     from psycopg import ProgrammingError
     from psycopg.conninfo import conninfo_to_dict
 

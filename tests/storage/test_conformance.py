@@ -2426,3 +2426,97 @@ def test_an_invitations_link_is_forgotten_once_its_mail_is_done(store: Storage) 
     [retried] = store.claim_due_mail(T + 60, T + 120, 10)
     assert store.record_mail_sent(retried.id, 2)
     assert {found.id: found.link for found in store.notices_of(carol.sub, 10)}["retried"] == ""
+
+
+# -- forgetting everything but the parties (db reset --keep-parties) -------------------------------
+
+
+def test_a_reset_keeps_clients_users_and_links_and_forgets_everything_else(
+    store: Storage,
+) -> None:
+    # One row at least in every table, through the contract.
+    alice, bob = make_user(store, "alice-reset"), make_user(store, "bob-reset")
+    assert store.link_identity("https://accounts.test", "248289761001", alice.sub, T)
+    client = make_client(store)
+    key = signing_key("kid-reset")
+    assert store.add_signing_key(key, replace_current=False)
+    rs, other = make_set(store, client, owner=alice.sub), make_set(store, client, owner=alice.sub)
+    ticket = make_ticket(store, rs)
+    pairs = (RequestedPermission(rs.id, ("view",)), RequestedPermission(other.id, ("edit",)))
+    assert store.set_ticket_permissions(ticket.digest, pairs)  # ticket_resources
+    handle = make_handle(store, ticket)
+    store.record_claims(ticket.digest, "bob", [claim("email", "bob@x.test")])
+    assert store.record_assertion_use(assertion_use(ticket.digest), T) == []
+    aat = make_token(store, client, bob, scope="uma_authorization")
+    pat = make_token(store, client, alice)
+    rpt = make_rpt(store, aat)
+    store.put_permission(rpt.digest, permission(rs))
+    code = make_code(store, client, alice)
+    refresh = make_refresh_token(store, client, alice)
+    store.put_consent(Consent(alice.sub, client.client_id, "uma_protection", T))
+    store.add_initial_access_token(InitialAccessToken("iat-reset", (), T, T + HOUR))
+    store.add_session(session(alice, "session-reset"))
+    store.record_signin_failure("alice-reset", T)
+    pct = make_pct(store, "pct-reset", user_sub=bob.sub)
+    email_share(store, alice, "o-reset")
+    assert store.add_invitation(invitation_to(alice, "o-reset"))
+    version = store.owner_rules_version(alice.sub)
+    assert version > 0
+    store.add_event(event(T, owner=alice.sub, rs_id=rs.id))
+    request = access_request(alice, bob, rs, ticket_digest=ticket.digest)
+    store.add_request(request)
+    store.add_notice(notice(T, bob.sub))
+    store.queue_uri("https://a.example/i.png", "image", "fetch-reset", T)
+    (work,) = store.claim_fetch_work(T, T + 30, 5)
+    image = FetchedImage("img-reset", "image/png", b"\x89PNG...", T)
+    assert store.record_fetch_checked(
+        "fetch-reset", work.claimed_until, T, T + HOUR, content_type="image/png", image=image
+    )
+    parties = (store.list_users(), store.list_clients())
+    assert len(parties[0]) == 2 and client in parties[1]
+
+    forgotten = store.reset_keeping_parties()
+
+    # Every table it forgets had a row, and lost it.
+    assert sorted(table for table, rows in forgotten.items() if rows == 0) == []
+    # The parties stay as they were.
+    assert (store.list_users(), store.list_clients()) == parties
+    assert store.links_of(alice.sub) == [("https://accounts.test", "248289761001")]
+    assert store.current_signing_key() == key
+    # Everything they did is gone.
+    assert store.find_resource_set(rs.id) is None
+    assert store.get_ticket(ticket.digest) is None
+    assert store.open_tickets_for(other.id) == []
+    assert store.get_claims_handle(handle.digest) is None
+    assert store.gathered_claims(ticket.digest, "bob") == []
+    assert store.record_assertion_use(assertion_use(ticket.digest), T) == []
+    assert store.get_rpt(rpt.digest) is None
+    assert store.get_permission(rpt.digest, rs.id) is None
+    assert store.get_access_token(aat.digest) is None
+    assert store.get_access_token(pat.digest) is None
+    assert store.get_authorization_code(code.digest) is None
+    assert store.get_refresh_token(refresh.digest) is None
+    assert store.has_consent(alice.sub, client.client_id, "uma_protection") is False
+    assert store.get_initial_access_token("iat-reset") is None
+    assert store.get_session("session-reset") is None
+    assert store.signin_failures_since("alice-reset", 0) == []
+    assert store.get_pct(pct.digest) is None
+    assert store.pcts_of(bob.sub) == []
+    assert store.owner_rules_of(alice.sub) == []
+    assert store.shares_of(alice.sub) == []
+    assert store.get_invitation(invitation_to(alice, "o-reset").digest) is None
+    assert store.events_of(alice.sub, 10) == []
+    assert store.get_request(request.id) is None
+    assert store.notices_of(bob.sub, 10) == []
+    assert store.fetched_uri_by_id("fetch-reset") is None
+    assert store.get_fetched_image("img-reset") is None
+    # The owner's rules moved on: a process that cached them reads them again.
+    assert store.owner_rules_version(alice.sub) > version
+    # And the parties can start again.
+    assert store.add_owner_rule("o-again", alice.sub, owner_rule("o-again", alice.username), T)
+    assert [rule.id for rule in store.owner_rules_of(alice.sub)] == ["o-again"]
+
+
+def test_a_reset_of_an_empty_database_forgets_nothing(store: Storage) -> None:
+    forgotten = store.reset_keeping_parties()
+    assert forgotten and set(forgotten.values()) == {0}

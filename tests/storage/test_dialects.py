@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from umaserver.storage.postgresql import PostgreSQL
+from umaserver.storage.postgresql.database import PostgreSQL
 from umaserver.storage.sqlite import SQLite
 
 

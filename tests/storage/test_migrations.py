@@ -951,3 +951,12 @@ def test_db_copy_knows_every_table_of_the_schema(tmp_path: Path) -> None:
     prepare_database(path, NOW)
     # schema_migrations is the target's own (written as its schema is made), never copied.
     assert sorted(TABLES) == sorted(set(tables_in(path)) - {"schema_migrations"})
+
+
+def test_db_reset_decides_every_table_of_the_schema(tmp_path: Path) -> None:
+    from umaserver.storage.reset import FORGOTTEN, KEPT
+
+    path = tmp_path / "uma.db"
+    prepare_database(path, NOW)
+    assert not set(KEPT) & set(FORGOTTEN)
+    assert sorted(KEPT + FORGOTTEN) == sorted(tables_in(path))

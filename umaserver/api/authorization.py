@@ -57,7 +57,7 @@ def authorization_request() -> Response:
         )
     if outcome.kind == "need_claims":
         # Not an error: exactly the spec's shape, with no `error` member, so that a client that
-        # takes any `error` for a refusal cannot misread it (DESIGN.md, "Errors").
+        # takes any `error` for a refusal cannot misread it (docs/design.md, "Errors").
         return json_response(
             {"need_claims": [needed.as_dict() for needed in outcome.need_claims]}, 403
         )

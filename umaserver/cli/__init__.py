@@ -9,18 +9,18 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, NoReturn
 
 import click
 from flask import Flask
 
-from .. import create_app
+from ..app_factory import create_app
 from ..clock import SystemClock
 from ..config import Config, ConfigError, load_config
 from ..policy.rule_file import PolicyError
 from ..services import accounts, database, signing_keys
-from ..services.postgresql_opener import PostgreSQLOpener
 from ..storage import (
     Storage,
     StorageError,
@@ -110,7 +110,12 @@ def main(ctx: click.Context, config_path: str | None) -> None:
 @click.pass_context
 def init(ctx: click.Context) -> None:
     """Create or upgrade the database (safe to run twice; back it up before an upgrade)."""
-    config = _config(ctx)
+    emit(initialise(_config(ctx)))
+
+
+def initialise(config: Config) -> dict[str, object]:
+    """What `init` does (`dev` too): the database prepared and writable, and the signing key of
+    JWT RPTs made; what it found and left."""
     found, left = _prepare(config)
     problem = write_problem(config.database, config.postgresql)
     if problem is not None:
@@ -129,7 +134,7 @@ def init(ctx: click.Context) -> None:
         fail(str(error))
     if key is not None:
         done["signing_key"] = key
-    emit(done)
+    return done
 
 
 def _signing_key(config: Config) -> str | None:
@@ -155,13 +160,28 @@ def _signing_key(config: Config) -> str | None:
 @click.pass_context
 def serve(ctx: click.Context, host: str | None, port: int | None, threads: int | None) -> None:
     """Initialise the database and serve with waitress."""
-    from ..serving import configure_logging, freeze_startup_objects, issuer_mismatch, make_server
+    from ..serving import configure_logging
 
     configure_logging()
-    config = _config(ctx)
+    run_server(_config(ctx), host, port, threads)
+
+
+def run_server(
+    config: Config,
+    host: str | None = None,
+    port: int | None = None,
+    threads: int | None = None,
+    listening: Callable[[], None] | None = None,
+) -> None:
+    """What `serve` does once logging is set up (`dev` too): prepare, build the app, listen, say
+    where on stdout, and serve until stopped. `host`, `port` and `threads` are the command line's
+    (None: the config's); `listening` is called once the port is bound, before serving."""
+    from ..serving import freeze_startup_objects, issuer_mismatch, make_server
+
     app = _app(config)  # prepares the database, or logs why it cannot now
-    handles = opener(app)
-    prepared = not isinstance(handles, database.Opener | PostgreSQLOpener) or handles.ready
+    # SQLite's opener or PostgreSQL's (whose module is loaded only with a PostgreSQL database).
+    handles: object = opener(app)
+    prepared = not isinstance(handles, database.PreparedOnce) or handles.ready
     # When it could not even be prepared, create_app has said so already.
     problem = write_problem(config.database, config.postgresql) if prepared else None
     if problem is not None:
@@ -202,6 +222,8 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
         ),
     )
     sys.stdout.flush()
+    if listening is not None:
+        listening()
     freeze_startup_objects()
     server.run()
 
@@ -220,4 +242,4 @@ def _app(config: Config) -> Flask:
 
 
 # The command groups register themselves on `main`.
-from . import audit, db, keys, operators, rules, seed  # noqa: E402, F401  (clients, users, tokens; the rule file; db copy and export; signing keys; the access history; seed files)
+from . import audit, db, dev, keys, operators, rules, seed  # noqa: E402, F401  (clients, users, tokens; the rule file; db copy, reset and export; dev mode; signing keys; the access history; seed files)

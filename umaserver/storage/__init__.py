@@ -10,6 +10,7 @@ take either and dispatch on it.
 `prepare_database` is the one place a database is created or upgraded: `create_app` (SQLite),
 `init` and every command that opens an SQLite database call it. A PostgreSQL database is shared by
 several processes: only `init` upgrades it, and the others check its version (`check_database`).
+PostgreSQL's driver (psycopg, an extra) is imported only when a PostgreSQL database is used.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from . import postgresql
 from .contract import Storage
 from .errors import StorageUnavailable
 from .migrations import SchemaError, StorageError
-from .postgresql import POSTGRESQL, PostgreSQLSettings
+from .postgresql import PostgreSQLSettings
 from .sqlite import SQLITE, connect
 from .sqlite.migrate import migrate
 from .store import SQLStorage
@@ -73,7 +74,9 @@ def prepare_database(
     (StorageUnavailable among them) when it cannot be opened or written.
     """
     if is_postgresql(database):
-        return postgresql.prepare(str(database), now, _timeout(settings))
+        from .postgresql import database as postgresql_database
+
+        return postgresql_database.prepare(str(database), now, _timeout(settings))
     path = Path(database)
     try:
         conn = connect(path)
@@ -89,15 +92,21 @@ def check_database(url: str, settings: PostgreSQLSettings | None = None) -> int:
     """PostgreSQL's schema version, when it is this code's; SchemaError saying what to do when
     not (StorageUnavailable when the server cannot be reached). (An SQLite database is only ever
     used by one process: serving it prepares it.)"""
-    return postgresql.check_database(url, _timeout(settings))
+    from .postgresql import database as postgresql_database
+
+    return postgresql_database.check_database(url, _timeout(settings))
 
 
 def open_storage(database: Database, settings: PostgreSQLSettings | None = None) -> Storage:
     """A new handle (one connection) on a prepared database."""
     if is_postgresql(database):
+        from .postgresql import database as postgresql_database
+
         url, timeout = str(database), _timeout(settings)
         return SQLStorage(
-            POSTGRESQL, postgresql.connect(url, timeout), lambda: postgresql.connect(url, timeout)
+            postgresql_database.POSTGRESQL,
+            postgresql_database.connect(url, timeout),
+            lambda: postgresql_database.connect(url, timeout),
         )
     path = Path(database)
     return SQLStorage(SQLITE, connect(path), lambda: connect(path))
@@ -111,7 +120,9 @@ def write_problem(database: Database, settings: PostgreSQLSettings | None = None
     changes nothing and is rolled back (a read-only server, a missing privilege).
     """
     if is_postgresql(database):
-        return postgresql.write_problem(str(database), _timeout(settings))
+        from .postgresql import database as postgresql_database
+
+        return postgresql_database.write_problem(str(database), _timeout(settings))
     path = Path(database)
     try:
         conn = connect(path)

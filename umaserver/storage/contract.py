@@ -874,6 +874,18 @@ class SeededParties(Protocol):
         ...
 
 
+class Reset(Protocol):
+    def reset_keeping_parties(self) -> dict[str, int]:
+        """Forgets, in one transaction, everything but the parties: keeps clients, users and
+        their identity links (and the schema's version and the signing keys), and forgets
+        resource sets, owners' rules, shares, invitations, tickets, gathered claims, claims
+        handles, RPTs and permissions, PATs and AATs, codes, refresh tokens, PCTs, consents,
+        sessions, sign-in failures, initial access tokens, requests, events, notices and
+        fetched content. Every owner's rules version moves on (a process that cached an owner's
+        rules reads them again). The rows forgotten, by table."""
+        ...
+
+
 class Storage(
     Clients,
     InitialAccessTokens,
@@ -903,6 +915,7 @@ class Storage(
     Requests,
     Notices,
     SeededParties,
+    Reset,
     Protocol,
 ):
     """One handle on the store: every aggregate, one connection, one unit of work."""

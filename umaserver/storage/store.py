@@ -18,6 +18,7 @@ from .oauth import OAuth
 from .owner_rules import OwnerRules
 from .pcts import Pcts
 from .requests import Requests
+from .reset import Reset
 from .resources import Resources
 from .seeded import SeededParties
 from .sessions import Sessions
@@ -46,5 +47,6 @@ class SQLStorage(
     Requests,
     Notices,
     SeededParties,
+    Reset,
 ):
     """The contract's operations over one connection (see `contract.Storage`)."""

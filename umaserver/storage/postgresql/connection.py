@@ -20,9 +20,8 @@ from psycopg import pq
 from psycopg.rows import DictRow, dict_row
 
 from ..errors import StorageUnavailable
+from . import CONNECT_TIMEOUT
 
-# Seconds to wait for a connection when the settings do not say (`[postgresql] connect_timeout`).
-CONNECT_TIMEOUT = 5
 # A row lock waited on longer than this fails the operation (StorageUnavailable), as SQLite's busy
 # timeout does.
 LOCK_TIMEOUT_MS = 10_000

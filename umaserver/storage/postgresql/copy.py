@@ -20,7 +20,8 @@ from ..errors import StorageUnavailable
 from ..migrations import SchemaError, StorageError, current_version
 from ..sqlite import connect as connect_sqlite
 from ..sqlite.migrate import schema_version
-from .connection import CONNECT_TIMEOUT, Connection, connect, unavailable
+from . import CONNECT_TIMEOUT
+from .connection import Connection, connect, unavailable
 from .migrate import migrate
 
 # Parents before the tables that point at them.

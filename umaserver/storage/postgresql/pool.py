@@ -22,8 +22,9 @@ from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from ..errors import StorageUnavailable
 from ..store import SQLStorage
-from . import POSTGRESQL, PostgreSQLSettings
+from . import PostgreSQLSettings
 from .connection import Connection, connection_settings, unavailable
+from .database import POSTGRESQL
 
 
 class HandlePool:
