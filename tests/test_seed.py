@@ -562,3 +562,18 @@ def test_a_client_may_take_its_secret_in_the_form(seeding: CLI, tmp_path: Path) 
     assert apply(seeding, seed_file(tmp_path, exported, "exported.toml"))["kept"] == [
         "client:poster"
     ]
+
+
+def test_db_reset_keeps_what_the_seed_made_for_prune(seeding: CLI, tmp_path: Path) -> None:
+    apply(seeding, seed_file(tmp_path, SEED))
+    reset = seeding.json("db", "reset", "--keep-parties")
+    assert "seeded_parties" not in reset["kept"] and "seeded_parties" not in reset["forgotten"]
+    assert apply(seeding, seed_file(tmp_path, SEED))["kept"] == EVERYONE
+    empty = seed_file(tmp_path, "", "empty.toml")
+    assert apply(seeding, empty, "--prune")["removed"] == [
+        f"link:alice@{OP}",
+        "user:alice",
+        "user:bob",
+        "client:photo-app",
+        "client:photo-server",
+    ]

@@ -324,6 +324,9 @@ def _prune(storage: Storage, seed: Seed, report: SeedReport) -> None:
             report.removed.append(f"client:{party.party}")
         if gone or party.party not in client_ids:
             storage.forget_seeded(party)
+    # Links, then users, then clients, each by name (users are recorded by sub, a random id).
+    kinds = ("link", "user", "client")
+    report.removed.sort(key=lambda name: (kinds.index(name.split(":", 1)[0]), name))
 
 
 def _same_json(first: Any, second: Any) -> bool:
