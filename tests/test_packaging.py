@@ -25,6 +25,8 @@ from packaging.version import Version
 from umaserver.storage import prepare_database
 from umaserver.storage.migrations import current_version, migrations
 
+from . import test_testing_plugin as plugin_suite
+
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "a-secret-key-for-the-packaging-test-0123456789"
 
@@ -354,3 +356,36 @@ def test_make_clean_removes_what_a_build_leaves(tmp_path: Path) -> None:
     done = run(["make", "--no-print-directory", "clean"], tmp_path, clean_env())
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["Makefile", "umaserver"]
+
+
+@pytest.mark.live
+def test_the_plugin_runs_a_resource_servers_suite_against_umaserver_dev(
+    installed: Installed,
+) -> None:
+    """The wheel's pytest plugin, loaded by its entry point alone (nothing on PYTHONPATH), in a
+    suite of another folder: it starts the installed `umaserver dev` with the suite's seed."""
+    suite = installed.work / "photo-server-tests"
+    suite.mkdir()
+    (suite / "pytest.ini").write_text("[pytest]\numa_seed = seed.toml\n", encoding="utf-8")
+    (suite / "seed.toml").write_text(plugin_suite.SEED, encoding="utf-8")
+    (suite / "more.toml").write_text(plugin_suite.MORE, encoding="utf-8")
+    (suite / "test_photo_server.py").write_text(plugin_suite.SUITE, encoding="utf-8")
+    pytest_command = [str(installed.python), "-m", "pytest", "-p", "no:cacheprovider"]
+
+    ran = subprocess.run(
+        [*pytest_command, "-q"],
+        cwd=suite,
+        env=installed.env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "5 passed" in ran.stdout, ran.stdout
+
+    # `-p no:umaserver` turns the plugin off: its fixtures are gone.
+    listed = run([*pytest_command, "--fixtures"], suite, installed.env)
+    assert "uma_server" in listed.stdout, listed.stdout + listed.stderr
+    off = run([*pytest_command, "-p", "no:umaserver", "--fixtures"], suite, installed.env)
+    assert "uma_server" not in off.stdout, off.stdout
