@@ -1,5 +1,5 @@
 """The README's first walk works as written: its shell blocks, run in order by bash against a real
-server that uses policies.example.toml, as `make run` does."""
+server that uses policies.example.toml, as `make run` does (the walk applies the seed itself)."""
 
 from __future__ import annotations
 
@@ -48,19 +48,25 @@ def test_the_readme_walk_works_as_written(live_server: LiveServer) -> None:
     out = done.stdout
     expected = [
         '"version":"1.0"',  # the configuration document
+        '"user:alice"',  # the seed, applied
         "HTTP/1.1 201 CREATED",  # the resource set
         '{"need_claims":[',  # asking without claims ...
         '{"type":"https://example.com/claims/employee","name":"role","value":"Your role at'
         ' the hospital"}',
         '{"rpt":"uma_rpt_',  # ... and with them
         '"scopes":["view"]',  # the RS sees the permission
-        '"decision": "deny"',  # a nurse's claims, explained
-        "condition 1 on 'role' failed: no accepted claim contains 'doctor'",
+        '"decision": "need_claims"',  # a nurse's claims, explained: not a doctor ...
+        "condition 1 on 'role' failed: no accepted claim contains 'doctor'",  # ... an e-mail would do
         '"uma_profiles_supported":[]',  # UMA 2.0: its document ...
         '"error":"need_info"',  # ... what is missing ...
         '"required_claims":[{"name":"role","friendly_name":"Your role at the hospital"',
         '"access_token":"uma_rpt_',  # ... and an RPT
         '"pct":"uma_pct_',
+        "303\n",  # alice signs in ...
+        "Holiday photos",  # ... and sees her set on her page
+        '{"need_claims":[{"type":"redirect_required"',  # the redirect profile: bob signs in ...
+        "http://127.0.0.1:9000/callback?access=granted&state=xyz",  # ... and shares
+        '{"rpt":"uma_rpt_',  # the same ticket, granted
         "HTTP/1.1 204 NO CONTENT",
         '"error":"not_found"',
         '"error_description":"name: Missing data for required field."',

@@ -4,6 +4,7 @@ and the suite talks to a real `umaserver dev` the plugin started."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -81,6 +82,14 @@ def test_a_marker_applies_one_more_seed(uma_server):
 """
 
 
+def readme_example() -> str:
+    """The README's complete test of a resource server, as written there."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Testing your resource server", 1)[1].split("\n## ", 1)[0]
+    [example] = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    return example
+
+
 @pytest.fixture
 def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     # The checkout's package, for the plugin and for the server it starts (an installed package
@@ -88,13 +97,13 @@ def suite(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     pytester.makeini("[pytest]\numa_seed = seed.toml\n")
     pytester.makefile(".toml", seed=SEED, more=MORE)
-    pytester.makepyfile(test_photo_server=SUITE)
+    pytester.makepyfile(test_photo_server=SUITE, test_readme_example=readme_example())
     return pytester
 
 
 def test_a_resource_servers_suite_runs_against_a_real_server(suite: pytest.Pytester) -> None:
     result = suite.runpytest_subprocess("-p", "umaserver.testing", "-v", timeout=300)
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=6)  # the suite's five and the README's example
 
 
 def test_a_failing_command_says_what_the_server_said(suite: pytest.Pytester) -> None:
