@@ -488,7 +488,8 @@ def test_the_example_seed_gives_the_readme_its_parties(tmp_path: Path) -> None:
         "token", "issue", "--client", "viewer", "--user", "bob", "--scope", "uma_authorization"
     )
     assert aat["access_token"]
-    # The viewer may push every claim type the example rules read from a client.
+    # The viewer may push every claim type the example rules read from a client (not this
+    # server's own: account claims, and the claims a person shares by the redirect profile).
     (viewer,) = [c for c in cli.json("client", "list") if c["client_id"] == "viewer"]
     read = {
         claim_type
@@ -496,7 +497,8 @@ def test_the_example_seed_gives_the_readme_its_parties(tmp_path: Path) -> None:
         for condition in rule.get("conditions", [])
         for claim_type in condition.get("types", [])
     }
-    assert read - {ACCOUNT_CLAIM_TYPE} <= set(viewer["uma_push_claim_types"])
+    own = {ACCOUNT_CLAIM_TYPE, "claim-client-redirect-1.0"}
+    assert read - own <= set(viewer["uma_push_claim_types"])
 
 
 def test_the_readme_section_applies_as_written(seeding: CLI, tmp_path: Path) -> None:
