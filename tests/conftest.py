@@ -484,11 +484,25 @@ def stop_server(server: LiveServer) -> None:
         server.process.wait()
 
 
+# Fixtures that start a process beside the test: a test that uses one is `live`.
+PROCESS_FIXTURES = frozenset({"live_server", "postgres_cluster"})
+
+
+def starts_a_process(item: pytest.Item) -> bool:
+    """Whether `item` uses a fixture of PROCESS_FIXTURES, or is the `postgres` case of the storage
+    conformance suite (which takes the cluster with getfixturevalue)."""
+    if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("store_factory") == "postgres"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test that starts a real server is `live`: `pytest -m "not live"` leaves it out. On
-    PostgreSQL, the tests of what only an SQLite file has (`sqlite_only`) are deselected."""
+    """A test that starts a process beside it (a real server, the PostgreSQL cluster) is `live`:
+    `pytest -m "not live"` (`make check`) leaves it out. On PostgreSQL, the tests of what only an
+    SQLite file has (`sqlite_only`) are deselected."""
     for item in items:
-        if "live_server" in getattr(item, "fixturenames", ()):
+        if starts_a_process(item):
             item.add_marker(pytest.mark.live)
     if ON_POSTGRESQL:
         sqlite_only = [item for item in items if item.get_closest_marker("sqlite_only")]
