@@ -78,18 +78,19 @@ npm-deps: $(OIDC_PROVIDER)/node_modules/.package-lock.json
 # waiting on other processes (a server, the browser, PostgreSQL), so `unit` runs more workers than
 # cores: WORKERS=N overrides it. A test that starts a process takes its port from free_port() and
 # its files from tmp_path (never a fixed port or a path of the checkout); a session fixture runs
-# once per worker. CHECK_WORKERS: `make check`, whose tests start no process, gains nothing past
-# the cores.
+# once per worker; `--dist loadgroup` keeps the tests of a module that shares a fixture of its own
+# (a server, a browser) on one worker (tests/conftest.py marks them). CHECK_WORKERS: `make check`,
+# whose tests start no process, gains nothing past the cores.
 WORKERS ?= 4
 CHECK_WORKERS ?= 2
 unit: $(VENV)/.installed system-deps npm-deps
-	$(BIN)/pytest -n $(WORKERS)
+	$(BIN)/pytest -n $(WORKERS) --dist loadgroup
 
 # The live and browser flows again, each test on a fresh PostgreSQL database of a throwaway cluster
 # (the storage conformance suite runs on both backends in `unit` already). The whole suite on
 # PostgreSQL: `UMASERVER_TEST_DATABASE=postgresql make unit`.
 unit-postgresql: $(VENV)/.installed system-deps npm-deps
-	UMASERVER_TEST_DATABASE=postgresql $(BIN)/pytest -q -n $(WORKERS) tests/test_live_*.py tests/test_browser_*.py
+	UMASERVER_TEST_DATABASE=postgresql $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup tests/test_live_*.py tests/test_browser_*.py
 
 test: lint typecheck unit unit-postgresql
 

@@ -497,13 +497,31 @@ def starts_a_process(item: pytest.Item) -> bool:
     return callspec is not None and callspec.params.get("store_factory") == "postgres"
 
 
+def shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether `item` uses a fixture wider than one test that its own module defines (or imports):
+    a module's server and browser, or the OpenID provider of tests/oidc_provider_fixture.py."""
+    module = item.nodeid.split("::", 1)[0]
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        definitions[-1].scope != "function" and definitions[-1].baseid == module
+        for definitions in info.name2fixturedefs.values()
+    )
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test that starts a process beside it (a real server, the PostgreSQL cluster) is `live`:
-    `pytest -m "not live"` (`make check`) leaves it out. On PostgreSQL, the tests of what only an
-    SQLite file has (`sqlite_only`) are deselected."""
+    `pytest -m "not live"` (`make check`) leaves it out. Under pytest-xdist with `--dist
+    loadgroup` (`make unit`), the tests of a module that shares a fixture of its own run on one
+    worker, which sets it up once. On PostgreSQL, the tests of what only an SQLite file has
+    (`sqlite_only`) are deselected."""
     for item in items:
         if starts_a_process(item):
             item.add_marker(pytest.mark.live)
+        if shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
     if ON_POSTGRESQL:
         sqlite_only = [item for item in items if item.get_closest_marker("sqlite_only")]
         if sqlite_only:
