@@ -1,4 +1,5 @@
 # `make run`: set up and serve on http://127.0.0.1:8080 (`umaserver dev`).  `make test`: set up and run every check.
+# `make check`: lint, types and the tests that start no process, in parallel (a quick loop).
 # `make bench` (QUICK=1 for a short subset): the benchmark, see bench/README.md.
 # `make bench-ab [BASE=<commit>]`: the benchmark's regression gate, an A/B of BASE against this checkout.
 PYTHON ?= python3
@@ -6,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CONFIG := local.toml
 
-.PHONY: run test lint typecheck unit unit-postgresql fuzz bench bench-ab bench-deps clean system-deps npm-deps
+.PHONY: run test check lint typecheck unit unit-postgresql fuzz bench bench-ab bench-deps clean system-deps npm-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,16 +69,30 @@ $(OIDC_PROVIDER)/node_modules/.package-lock.json: $(OIDC_PROVIDER)/package.json 
 
 npm-deps: $(OIDC_PROVIDER)/node_modules/.package-lock.json
 
+# The tests run in parallel worker processes (pytest-xdist). Most of a live test's time is spent
+# waiting on other processes (a server, the browser, PostgreSQL), so `unit` runs more workers than
+# cores: WORKERS=N overrides it. A test that starts a process takes its port from free_port() and
+# its files from tmp_path (never a fixed port or a path of the checkout); a session fixture runs
+# once per worker; `--dist loadgroup` keeps the tests of a module that shares a fixture of its own
+# (a server, a browser) on one worker (tests/conftest.py marks them). CHECK_WORKERS: `make check`,
+# whose tests start no process, gains nothing past the cores.
+WORKERS ?= 4
+CHECK_WORKERS ?= 2
 unit: $(VENV)/.installed system-deps npm-deps
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(WORKERS) --dist loadgroup
 
 # The live and browser flows again, each test on a fresh PostgreSQL database of a throwaway cluster
 # (the storage conformance suite runs on both backends in `unit` already). The whole suite on
 # PostgreSQL: `UMASERVER_TEST_DATABASE=postgresql make unit`.
 unit-postgresql: $(VENV)/.installed system-deps npm-deps
-	UMASERVER_TEST_DATABASE=postgresql $(BIN)/pytest -q tests/test_live_*.py tests/test_browser_*.py
+	UMASERVER_TEST_DATABASE=postgresql $(BIN)/pytest -q -n $(WORKERS) --dist loadgroup tests/test_live_*.py tests/test_browser_*.py
 
 test: lint typecheck unit unit-postgresql
+
+# The quick loop: lint, types and the tests that start no process beside them (not `live`: no
+# server, browser, OpenID provider or PostgreSQL cluster). Run `make test` before landing.
+check: lint typecheck
+	$(BIN)/pytest -q -n $(CHECK_WORKERS) -m "not live"
 
 # The fuzz of tests/test_fuzz.py, longer: 1,000 examples per operation, a random seed each run
 # (printed by Hypothesis on a failure; FUZZ_SEED=<n> repeats one).

@@ -16,10 +16,14 @@ the services and the storage contract (never SQL). Time moves with the app's `cl
 
 from __future__ import annotations
 
+import functools
 import gc
+import itertools
 import json
 import os
 import pwd
+import random
+import re
 import socket
 import sqlite3
 import subprocess
@@ -59,11 +63,30 @@ ROOT = Path(__file__).resolve().parent.parent
 SECRET = "test-secret-key-that-is-long-enough-0123456789"
 
 
+# free_port's ports: below Linux's ephemeral range (32768-60999), where bind(("", 0)) and every
+# outgoing connection take theirs, in a block of PORT_BLOCK per pytest-xdist worker.
+PORT_BASE = 12000
+PORT_BLOCK = 2000
+PORT_BLOCKS = 10  # 12000-31999
+_port_turn = itertools.count(random.randrange(PORT_BLOCK))
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A loopback port that nothing listens on, for a process the test starts (which binds it a
+    moment later). Not one the system hands out (no connection of any test takes it meanwhile), and
+    from a block of ports of this worker's own, taken in turn: parallel workers never pick the
+    same one, and two calls of one worker differ."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    first = PORT_BASE + (int(worker) if worker.isdigit() else 0) % PORT_BLOCKS * PORT_BLOCK
+    for _ in range(PORT_BLOCK):
+        port = first + next(_port_turn) % PORT_BLOCK
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use (or lingering): the next one
+            return port
+    raise AssertionError(f"no free port in {first}-{first + PORT_BLOCK - 1}")
 
 
 # `sqlite` (the default) or `postgresql`: the database of the configs the tests write.
@@ -484,17 +507,70 @@ def stop_server(server: LiveServer) -> None:
         server.process.wait()
 
 
+# Fixtures that start a process beside the test: a test that uses one is `live`.
+PROCESS_FIXTURES = frozenset({"live_server", "postgres_cluster"})
+
+
+def starts_a_process(item: pytest.Item) -> bool:
+    """Whether `item` uses a fixture of PROCESS_FIXTURES, or is the `postgres` case of the storage
+    conformance suite (which takes the cluster with getfixturevalue)."""
+    if PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("store_factory") == "postgres"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test that starts a real server is `live`: `pytest -m "not live"` leaves it out. On
-    PostgreSQL, the tests of what only an SQLite file has (`sqlite_only`) are deselected."""
+    """A test that starts a process beside it (a real server, the PostgreSQL cluster) is `live`:
+    `pytest -m "not live"` (`make check`) leaves it out. On PostgreSQL, the tests of what only an
+    SQLite file has (`sqlite_only`) are deselected."""
     for item in items:
-        if "live_server" in getattr(item, "fixturenames", ()):
+        if starts_a_process(item):
             item.add_marker(pytest.mark.live)
     if ON_POSTGRESQL:
         sqlite_only = [item for item in items if item.get_closest_marker("sqlite_only")]
         if sqlite_only:
             config.hook.pytest_deselected(items=sqlite_only)
             items[:] = [item for item in items if item not in sqlite_only]
+
+
+# -- Parallel workers (pytest-xdist) -----------------------------------------------------------
+
+# A module that defines a fixture wider than one test (a server and a browser for the module, keys
+# made once), or imports from a module that does (the OpenID provider of oidc_provider_fixture.py,
+# another test module's fixture). Not conftest.py's or postgres_fixture.py's: their session
+# fixtures are the worker's, whichever module asks.
+WIDE_FIXTURE = re.compile(r'scope="(module|session)"')
+IMPORT_FROM = re.compile(r"^from (?:\.|tests\.)(\w+) import", re.MULTILINE)
+
+
+@functools.cache
+def shares_a_module_fixture(module: str) -> bool:
+    path = ROOT / module
+    if path.name in ("conftest.py", "postgres_fixture.py") or not path.is_file():
+        return False
+    text = path.read_text(encoding="utf-8")
+    return bool(WIDE_FIXTURE.search(text)) or any(
+        shares_a_module_fixture(f"tests/{name}.py") for name in IMPORT_FROM.findall(text)
+    )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` (`make unit`): every test is a unit of work of its own, except that the
+    tests of a module sharing a fixture of its own go to one worker together, which sets it up
+    once. (pytest-xdist's own xdist_group marks do not reach its scheduler under pytest 9.2, which
+    no longer reads the node id xdist rewrites; this groups by module instead.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if shares_a_module_fixture(module) else nodeid
+
+    return ModuleGroups(config, log)
 
 
 # -- The browser tests' screens ---------------------------------------------------------------

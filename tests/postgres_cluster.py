@@ -1,7 +1,8 @@
 """A throwaway PostgreSQL cluster, for the tests (`postgres_fixture.postgres_cluster`, once per
 session) and the benchmark: `start_cluster` runs Debian's `initdb` on a temporary folder and starts
-`postgres` on a unix socket in it (no TCP port at all), with trust authentication; `stop_cluster`
-stops it and removes the folder. Plain Python (no pytest): what cannot be done raises
+`postgres` on a unix socket in it (no TCP listener; a free port number, so that the clusters of
+parallel pytest-xdist workers, one each, never share a socket name or a shared memory key), with
+trust authentication; `stop_cluster` stops it and removes the folder. Plain Python (no pytest): what cannot be done raises
 ClusterError, saying what to install.
 
 `initdb` and `postgres` refuse to run as root: as root, they run as the `postgres` user (the
@@ -18,6 +19,7 @@ import itertools
 import os
 import pwd
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -95,6 +97,13 @@ class PostgresCluster:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 def _as_postgres(command: list[str]) -> list[str]:
     """`command` as the postgres user when we are root (initdb and postgres refuse root)."""
     if os.geteuid() != 0:
@@ -156,7 +165,9 @@ def start_cluster(
     if initdb.returncode != 0:
         shutil.rmtree(folder, ignore_errors=True)
         raise ClusterError(f"initdb failed: {initdb.stderr}")
-    port = 5432
+    # No TCP listener (listen_addresses is empty), but the port names the socket file and keys
+    # the shared memory: a free one, so that clusters of parallel test workers never meet.
+    port = _free_port()
     log = (folder / "postgres.log").open("wb")
     options = [item for name, value in settings.items() for item in ("-c", f"{name}={value}")]
     command = [

@@ -61,8 +61,9 @@ def disk(tmp_path: Path) -> Iterator[Path]:
 
 def remount(disk: Path, mode: str) -> None:
     """Remounts `disk` ro or rw; a file open for writing makes ro wait (the server's per-request
-    connections are closed between requests)."""
-    deadline = time.monotonic() + 10
+    connections are closed between requests). Up to 30 s: a wait for the server to let go of its
+    files, which on a machine busy with parallel tests took longer than 10 s once."""
+    deadline = time.monotonic() + 30
     while True:
         done = _mount("-o", f"remount,{mode}", str(disk))
         if done.returncode == 0:

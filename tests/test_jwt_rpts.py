@@ -328,6 +328,7 @@ def test_the_private_key_is_not_stored_in_clear(uma: Uma2, config_path: Path, st
 # -- a real server -------------------------------------------------------------------------------
 
 
+@pytest.mark.live
 def test_a_real_server_makes_its_key_at_start_and_pyjwt_fetches_it(tmp_path: Path) -> None:
     server: LiveServer = start_server(
         tmp_path,
