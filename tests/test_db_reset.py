@@ -8,19 +8,18 @@ from flask.testing import FlaskClient
 from .conftest import CLI
 
 
+def alices_pat(cli: CLI, client_id: str) -> str:
+    issued = cli.json(
+        "token", "issue", "--client", client_id, "--user", "alice", "--scope", "uma_protection"
+    )
+    token: str = issued["access_token"]
+    return token
+
+
 def test_a_reset_keeps_the_parties_and_ends_what_they_did(cli: CLI, http: FlaskClient) -> None:
     rs = cli.json("client", "create", "--name", "Photo server")
     cli.json("user", "create", "alice", "--claim", "email=alice@example.com")
-    pat = cli.json(
-        "token",
-        "issue",
-        "--client",
-        rs["client_id"],
-        "--user",
-        "alice",
-        "--scope",
-        "uma_protection",
-    )["access_token"]
+    pat = alices_pat(cli, rs["client_id"])
     auth = {"Authorization": f"Bearer {pat}"}
     made = http.post("/rs/resource_set", json={"name": "Photos", "scopes": ["view"]}, headers=auth)
     assert made.status_code == 201
@@ -39,16 +38,7 @@ def test_a_reset_keeps_the_parties_and_ends_what_they_did(cli: CLI, http: FlaskC
     # The token died with what it registered; the parties are as they were, and start again.
     assert http.get("/rs/resource_set", headers=auth).status_code == 401
     assert (cli.json("user", "list"), cli.json("client", "list")) == (users, clients)
-    again = cli.json(
-        "token",
-        "issue",
-        "--client",
-        rs["client_id"],
-        "--user",
-        "alice",
-        "--scope",
-        "uma_protection",
-    )["access_token"]
+    again = alices_pat(cli, rs["client_id"])
     listed = http.get("/rs/resource_set", headers={"Authorization": f"Bearer {again}"})
     assert (listed.status_code, listed.get_json()) == (200, [])
     # The client's secret still works: it was kept.

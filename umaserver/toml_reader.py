@@ -3,6 +3,7 @@ line each, naming its place) instead of stopping at the first, unknown keys refu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -117,3 +118,9 @@ def valid_port(value: int) -> str | None:
 
 def non_empty(value: str) -> str | None:
     return None if value.strip() else "must not be empty"
+
+
+def toml_string(text: str) -> str:
+    """`text` as a TOML basic string, for the files the server writes (dev's config, `db export`):
+    a JSON string is one, but for DEL, which TOML wants escaped."""
+    return json.dumps(text).replace("\x7f", "\\u007f")

@@ -15,7 +15,6 @@ at exit.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import shutil
@@ -36,6 +35,7 @@ from ..seed_file import load_seed
 from ..services import accounts
 from ..services.seeding import apply_seed
 from ..storage import Storage, describe, is_postgresql, open_storage
+from ..toml_reader import toml_string
 from . import CLOCK, fail, initialise, main, run_server
 
 NOT_FOR_PRODUCTION = (
@@ -215,19 +215,15 @@ def _example_rules(cleanup: ExitStack) -> Path:
 def _write_config(file: Path, port: int, database: str, rules: Path) -> None:
     """Dev's settings, written once (never over an existing file), readable by its owner only: it
     holds the secret key."""
-
-    def text(value: str) -> str:
-        return json.dumps(value)  # a TOML basic string
-
     lines = [
         "# Written by `umaserver dev` for local development: never for production.",
         "# `umaserver dev --config` reads it again; `umaserver --config` points the CLI at it.",
-        f"issuer = {text(f'http://127.0.0.1:{port}')}",
-        f"database = {text(database)}",
-        f"secret_key = {text(secrets.token_urlsafe(32))}",
+        f"issuer = {toml_string(f'http://127.0.0.1:{port}')}",
+        f"database = {toml_string(database)}",
+        f"secret_key = {toml_string(secrets.token_urlsafe(32))}",
         "",
         "[policies]",
-        f"file = {text(str(rules))}",
+        f"file = {toml_string(str(rules))}",
         "",
         "[server]",
         'host = "127.0.0.1"',

@@ -29,6 +29,7 @@ from ..config import Config
 from ..seed_file import Seed, SeedClient, SeedError, SeedUser
 from ..storage import Storage
 from ..storage.records import Client, SeededParty
+from ..toml_reader import toml_string
 from . import accounts, clients, identity_links
 
 
@@ -349,9 +350,9 @@ def export_seed(storage: Storage) -> str:
     ]
     links: list[tuple[str, str, str]] = []
     for user in storage.list_users():
-        out += ["", "[[users]]", f"username = {_string(user.username)}"]
+        out += ["", "[[users]]", f"username = {toml_string(user.username)}"]
         if user.password_hash is not None:
-            out.append(f"password_hash = {_string(user.password_hash)}")
+            out.append(f"password_hash = {toml_string(user.password_hash)}")
         if user.claims:
             out.append(f"claims = {_value(user.claims, f'users {user.username!r}: claims')}")
         links += [
@@ -359,17 +360,17 @@ def export_seed(storage: Storage) -> str:
         ]
     for client in storage.list_clients():
         settings = clients.settings_of(client)
-        out += ["", "[[clients]]", f"client_id = {_string(client.client_id)}"]
+        out += ["", "[[clients]]", f"client_id = {toml_string(client.client_id)}"]
         if not settings.name:  # registered at /register without a client_name
             out.append("# Registered without a name; a seed's client has one: its client_id here.")
             settings = replace(settings, name=client.client_id)
         if not settings.is_public:
-            out.append(f"secret_digest = {_string(client.secret_digest)}")
+            out.append(f"secret_digest = {toml_string(client.secret_digest)}")
             if settings.token_endpoint_auth_method != "client_secret_basic":  # noqa: S105
                 out.append(
-                    f"token_endpoint_auth_method = {_string(settings.token_endpoint_auth_method)}"
+                    f"token_endpoint_auth_method = {toml_string(settings.token_endpoint_auth_method)}"
                 )
-        out.append(f"name = {_string(settings.name)}")
+        out.append(f"name = {toml_string(settings.name)}")
         for key, values in (
             ("redirect_uris", settings.redirect_uris),
             ("claims_redirect_uris", settings.claims_redirect_uris),
@@ -381,26 +382,21 @@ def export_seed(storage: Storage) -> str:
                 out.append(f"{key} = {_value(list(values), key)}")
         for key, uri in (("logo_uri", settings.logo_uri), ("client_uri", settings.client_uri)):
             if uri is not None:
-                out.append(f"{key} = {_string(uri)}")
+                out.append(f"{key} = {toml_string(uri)}")
     for username, issuer, subject in links:
         out += [
             "",
             "[[links]]",
-            f"user = {_string(username)}",
-            f"issuer = {_string(issuer)}",
-            f"subject = {_string(subject)}",
+            f"user = {toml_string(username)}",
+            f"issuer = {toml_string(issuer)}",
+            f"subject = {toml_string(subject)}",
         ]
     return "\n".join(out) + "\n"
 
 
-def _string(text: str) -> str:
-    # A JSON string is a TOML basic string, but for DEL, which TOML wants escaped.
-    return json.dumps(text).replace("\x7f", "\\u007f")
-
-
 def _value(value: Any, where: str) -> str:
     if isinstance(value, str):
-        return _string(value)
+        return toml_string(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -412,7 +408,7 @@ def _value(value: Any, where: str) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_value(item, where) for item in value) + "]"
     if isinstance(value, dict):
-        items = ", ".join(f"{_string(str(k))} = {_value(v, where)}" for k, v in value.items())
+        items = ", ".join(f"{toml_string(str(k))} = {_value(v, where)}" for k, v in value.items())
         return "{" + items + "}" if items else "{}"
     raise NotExportable(
         f"{where}: a value of {type(value).__name__} (JSON null) has no place in a seed file (TOML)"
