@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Blueprint, abort, redirect, request, session
+from flask import Blueprint, abort, redirect, session
 from werkzeug.wrappers import Response as BaseResponse
 
 from .. import secrets_at_rest
@@ -34,6 +34,7 @@ from ..services import accounts, invitations, notices, shares
 from ..storage.per_request import storage
 from ..storage.records import ResourceSet, User
 from . import csrf, sessions
+from .forms import one_field
 from .rendering import render
 
 bp = Blueprint("invitations", __name__, template_folder="templates")
@@ -45,7 +46,6 @@ NEW_LINK = "new_invitation_link"
 USERNAME_LENGTH = 64
 MIN_PASSWORD = 8  # NIST SP 800-63B's minimum for a password a person chooses
 MAX_PASSWORD = 1024
-INCOMPLETE = "This form is incomplete. Go back, reload the page and try again."
 
 
 def remember_link(new: invitations.NewInvitation, rs_id: str) -> None:
@@ -183,13 +183,6 @@ def accept(token: str) -> BaseResponse:
     return _accept(token, user, found)
 
 
-def _one(name: str, limit: int) -> str:
-    values = request.form.getlist(name)
-    if len(values) != 1 or len(values[0]) > limit:
-        abort(400, description=INCOMPLETE)
-    return values[0]
-
-
 def _account_errors(username: str, password: str, again: str) -> dict[str, str]:
     errors = {}
     if not username:
@@ -217,9 +210,9 @@ def create_account(token: str) -> BaseResponse:
         return _gone(found.state)
     if not runtime().config.sharing.invitations_create_accounts:
         abort(404)
-    username = _one("username", 4 * USERNAME_LENGTH).strip()
-    password = _one("password", MAX_PASSWORD)
-    again = _one("again", MAX_PASSWORD)
+    username = one_field("username", 4 * USERNAME_LENGTH, required=True).strip()
+    password = one_field("password", MAX_PASSWORD, required=True)
+    again = one_field("again", MAX_PASSWORD, required=True)
     errors = _account_errors(username, password, again)
     if errors:
         return _page(token, found, status=400, errors=errors, username=username)

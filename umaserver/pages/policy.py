@@ -51,6 +51,7 @@ from ..storage.per_request import storage
 from ..storage.records import ResourceSet, User
 from . import csrf, sessions
 from . import invitations as invitation_pages
+from .forms import INCOMPLETE, one_field
 from .policy_views import (
     ADD_ROW,
     ONE_CLAIM,
@@ -336,24 +337,17 @@ def delete_rule(rs_id: str, rule_id: str) -> BaseResponse:
 # -- shares ------------------------------------------------------------------------------------
 
 
-def _one_field(name: str, limit: int) -> str:
-    values = request.form.getlist(name)
-    if len(values) > 1 or (values and len(values[0]) > limit):
-        abort(400, description="This form is incomplete. Go back, reload the page and try again.")
-    return values[0] if values else ""
-
-
 @bp.post("/policy/resource_set/<rs_id>/shares")
 @sessions.signin_required
 def share(rs_id: str) -> BaseResponse:
     csrf.require()
     user = _signed_in()
     resource_set = _owned_set(user, rs_id)
-    to = _one_field("to", 4 * shares.TO_LENGTH)
-    until_text = _one_field("until", 64)
+    to = one_field("to", 4 * shares.TO_LENGTH)
+    until_text = one_field("until", 64)
     scopes = request.form.getlist("scopes")
     if len(scopes) > len(resource_set.scopes) + 1 or any(len(s) > MAX_NAME for s in scopes):
-        abort(400, description="This form is incomplete. Go back, reload the page and try again.")
+        abort(400, description=INCOMPLETE)
     form = ShareForm(to, tuple(scopes), until_text)
     now = runtime().clock.now()
     errors: dict[str | None, str] = {}
@@ -409,7 +403,7 @@ def revoke_permission(rs_id: str) -> BaseResponse:
     _owned_set(user, rs_id)
     sent = request.form.getlist("permission")
     if len(sent) != 1 or not sent[0] or len(sent[0]) > 128:
-        abort(400, description="This form is incomplete. Go back, reload the page and try again.")
+        abort(400, description=INCOMPLETE)
     # Revoked already (or never granted): the page shows it is gone either way.
     if owner_permissions.revoke(storage(), rs_id, sent[0], _reference_key(), runtime().clock.now()):
         log.info("permission revoked owner=%r resource_set=%r", user.username, rs_id)

@@ -23,13 +23,13 @@ from ..services import notices, owner_requests, shares
 from ..storage.per_request import storage
 from ..storage.records import AccessRequest, User
 from . import csrf, sessions
+from .forms import INCOMPLETE, one_field
 from .rendering import render
 
 bp = Blueprint("requests", __name__, template_folder="templates")
 
 MAX_ID = 128
 ACTIONS = ("approve", "deny")
-_INCOMPLETE = "This form is incomplete. Go back, reload the page and try again."
 
 
 @dataclass(frozen=True)
@@ -117,13 +117,6 @@ def requests_page() -> BaseResponse:
     return _render(_signed_in())
 
 
-def _one(name: str, limit: int) -> str:
-    values = request.form.getlist(name)
-    if len(values) > 1 or (values and len(values[0]) > limit):
-        abort(400, description=_INCOMPLETE)
-    return values[0] if values else ""
-
-
 @bp.post("/policy/requests/<request_id>")
 @sessions.signin_required
 def answer(request_id: str) -> BaseResponse:
@@ -131,13 +124,13 @@ def answer(request_id: str) -> BaseResponse:
     user = _signed_in()
     if len(request_id) > MAX_ID:
         abort(404)
-    action = _one("action", 16)
+    action = one_field("action", 16)
     if action not in ACTIONS:
-        abort(400, description=_INCOMPLETE)
-    until_text = _one("until", 64)
+        abort(400, description=INCOMPLETE)
+    until_text = one_field("until", 64)
     scopes = request.form.getlist("scopes")
     if len(scopes) > 256 or any(len(scope) > 256 for scope in scopes):
-        abort(400, description=_INCOMPLETE)
+        abort(400, description=INCOMPLETE)
     store = storage()
     now = runtime().clock.now()
     found = store.get_request(request_id)
