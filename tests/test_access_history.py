@@ -22,7 +22,7 @@ from umaserver.config import AuditSettings, Config, ConfigError, MaintenanceSett
 from umaserver.pages import history as history_page
 from umaserver.services import shares
 from umaserver.services.maintenance import prune
-from umaserver.storage.records import Event
+from umaserver.storage.people_records import Event
 
 from .conftest import (
     CLI,

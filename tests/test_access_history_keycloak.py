@@ -3,7 +3,7 @@ resource asked about, a grant when an RPT is issued, a decision otherwise (issue
 
 from __future__ import annotations
 
-from umaserver.storage.records import Event
+from umaserver.storage.people_records import Event
 
 from . import test_keycloak_realm as keycloak
 from .conftest import Store

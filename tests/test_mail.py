@@ -36,7 +36,8 @@ from umaserver import secrets_at_rest
 from umaserver.config import Config
 from umaserver.services import notices
 from umaserver.services.mail_sender import FIRST_RETRY, POLL_INTERVAL, MailSender
-from umaserver.storage.records import Notice, User
+from umaserver.storage.people_records import Notice
+from umaserver.storage.records import User
 
 from .conftest import (
     FakeClock,

@@ -16,7 +16,8 @@ from umaserver import create_app
 from umaserver.config import Config, MaintenanceSettings
 from umaserver.services.maintenance import BATCH, EXPIRED_MEMORY, Pruned, PruneJob, prune
 from umaserver.storage import Storage, open_storage
-from umaserver.storage.records import AccessRequest, AccessToken, Invitation, Pct, Share
+from umaserver.storage.people_records import AccessRequest, Invitation, Share
+from umaserver.storage.records import AccessToken, Pct
 
 from .conftest import FakeClock, Party, Store, make_party, open_store
 from .flows import wait_until

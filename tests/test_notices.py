@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 from umaserver import secrets_at_rest
 from umaserver.services import notices
 from umaserver.services.maintenance import prune
-from umaserver.storage.records import Notice
+from umaserver.storage.people_records import Notice
 
 from . import test_request_pages as request_pages
 from .conftest import FakeClock, Party, Store, make_party, make_person, write_config

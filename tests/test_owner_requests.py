@@ -12,7 +12,8 @@ import pytest
 from flask.testing import FlaskClient
 
 from umaserver.services import owner_requests, shares
-from umaserver.storage.records import AccessRequest, ResourceSet
+from umaserver.storage.people_records import AccessRequest
+from umaserver.storage.records import ResourceSet
 
 from .conftest import (
     FakeClock,

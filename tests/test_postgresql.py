@@ -19,9 +19,9 @@ from umaserver.cli import main as cli_main
 from umaserver.config import ConfigError, load_config
 from umaserver.storage import PostgreSQLSettings, SchemaError, open_storage
 from umaserver.storage.migrations import current_version, step
+from umaserver.storage.people_records import SeededParty
 from umaserver.storage.postgresql import pool
 from umaserver.storage.postgresql.migrate import FIRST_VERSION
-from umaserver.storage.records import SeededParty
 
 from .conftest import (
     SECRET,

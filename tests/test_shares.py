@@ -14,7 +14,8 @@ from flask.testing import FlaskClient
 from umaserver.claims.model import ACCOUNT_CLAIM_TYPE
 from umaserver.policy.rule_file import parse_rule_table
 from umaserver.services import notices, owner_rules, shares
-from umaserver.storage.records import ResourceSet, Share
+from umaserver.storage.people_records import Share
+from umaserver.storage.records import ResourceSet
 
 from .conftest import FakeClock, Party, Store, make_party, make_person, write_config
 from .flows import FlaskApi, Flow

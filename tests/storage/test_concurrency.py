@@ -15,7 +15,8 @@ from typing import TypeVar
 import pytest
 
 from umaserver.storage import Storage
-from umaserver.storage.records import Client, Invitation, Notice, SeededParty, Share, User
+from umaserver.storage.people_records import Invitation, Notice, SeededParty, Share
+from umaserver.storage.records import Client, User
 
 from .builders import (
     T,

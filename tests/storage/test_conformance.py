@@ -13,17 +13,21 @@ from typing import Any, Literal
 import pytest
 
 from umaserver.storage import Storage, contract
-from umaserver.storage.records import (
+from umaserver.storage.people_records import (
     AccessRequest,
+    Event,
+    Invitation,
+    Notice,
+    SeededParty,
+    Share,
+)
+from umaserver.storage.records import (
     AccessToken,
     AssertionUse,
     Client,
     Consent,
-    Event,
     FetchedImage,
     InitialAccessToken,
-    Invitation,
-    Notice,
     OwnedResourceSet,
     Pct,
     Permission,
@@ -31,9 +35,7 @@ from umaserver.storage.records import (
     ResourceSet,
     ResourceSetQuery,
     Rpt,
-    SeededParty,
     Session,
-    Share,
     SigningKey,
     Ticket,
     TicketState,

@@ -19,8 +19,9 @@ from werkzeug.wrappers import Response as BaseResponse
 from ..policy.rule_file import OWNER_RULE_PREFIX
 from ..runtime import runtime
 from ..services import shares
+from ..storage.people_records import Event
 from ..storage.per_request import storage
-from ..storage.records import Event, OwnedResourceSet
+from ..storage.records import OwnedResourceSet
 from . import sessions
 from .rendering import render
 

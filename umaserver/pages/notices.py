@@ -18,8 +18,8 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from ..runtime import runtime
 from ..services import notices
+from ..storage.people_records import Notice
 from ..storage.per_request import storage
-from ..storage.records import Notice
 from . import sessions
 from .rendering import render
 

@@ -20,8 +20,9 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from ..runtime import runtime
 from ..services import notices, owner_requests, shares
+from ..storage.people_records import AccessRequest
 from ..storage.per_request import storage
-from ..storage.records import AccessRequest, User
+from ..storage.records import User
 from . import csrf, sessions
 from .forms import INCOMPLETE, one_field
 from .rendering import render

@@ -13,7 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..storage import Storage
-from ..storage.records import Client, Event, EventKind, ResourceSet
+from ..storage.people_records import Event, EventKind
+from ..storage.records import Client, ResourceSet
 
 # What came of a ticket's decision, in the history's words.
 OUTCOMES = {"grant": "granted", "deny": "refused", "need_claims": "needs claims"}

@@ -33,7 +33,8 @@ from .. import secrets_at_rest
 from ..claims.model import email_key
 from ..policy.rule_file import rule_table
 from ..storage import Storage
-from ..storage.records import Invitation, ResourceSet, Share, User
+from ..storage.people_records import Invitation, Share
+from ..storage.records import ResourceSet, User
 from . import access_history, notices, shares
 from .account_claims import account_values
 

@@ -37,7 +37,7 @@ from ..background import BackgroundJob
 from ..clock import Clock
 from ..sharing_config import MailSettings
 from ..storage import Storage, StorageUnavailable
-from ..storage.records import Notice
+from ..storage.people_records import Notice
 
 log = logging.getLogger("umaserver.mail")
 

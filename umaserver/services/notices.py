@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from ..config import Config
 from ..storage import Storage
-from ..storage.records import Notice, NoticeKind
+from ..storage.people_records import Notice, NoticeKind
 from .account_claims import account_values
 
 # The longest subject written: a mail client shows about this much, and a set's name is the

@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 from .. import secrets_at_rest
 from ..sharing_config import SharingSettings
 from ..storage import Storage
-from ..storage.records import AccessRequest, Client, Event, RequestedPermission, Ticket
+from ..storage.people_records import AccessRequest, Event
+from ..storage.records import Client, RequestedPermission, Ticket
 from . import notices, shares
 
 log = logging.getLogger("umaserver.requests")

@@ -28,7 +28,8 @@ from .. import secrets_at_rest
 from ..config import Config
 from ..seed_file import Seed, SeedClient, SeedError, SeedUser
 from ..storage import Storage
-from ..storage.records import Client, SeededParty
+from ..storage.people_records import SeededParty
+from ..storage.records import Client
 from ..toml_reader import toml_string
 from . import accounts, clients, identity_links
 

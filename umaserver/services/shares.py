@@ -37,7 +37,8 @@ from ..errors import echo
 from ..policy.rule_file import PolicyError, parse_rule_table
 from ..policy.rules import Rule, RuleSet
 from ..storage import Storage
-from ..storage.records import ResourceSet, Share, ShareKind, User
+from ..storage.people_records import Share, ShareKind
+from ..storage.records import ResourceSet, User
 from . import access_history, notices, owner_rules
 from .account_claims import account_values
 

@@ -27,8 +27,17 @@ from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from .records import (
+from .people_records import (
     AccessRequest,
+    Event,
+    Invitation,
+    Notice,
+    RequestStatus,
+    SeededParty,
+    Share,
+    ShareKind,
+)
+from .records import (
     AccessToken,
     AssertionUse,
     AuthorizationCode,
@@ -36,26 +45,19 @@ from .records import (
     ClaimsHandle,
     Client,
     Consent,
-    Event,
     FetchedImage,
     FetchedUri,
     FetchKind,
     InitialAccessToken,
-    Invitation,
-    Notice,
     OwnedResourceSet,
     Pct,
     Permission,
     RefreshToken,
     RequestedPermission,
-    RequestStatus,
     ResourceSet,
     ResourceSetQuery,
     Rpt,
-    SeededParty,
     Session,
-    Share,
-    ShareKind,
     SigningKey,
     StoredOwnerRule,
     Ticket,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from .handle import Handle
-from .records import Event
+from .people_records import Event
 from .rows import Row
 
 _COLUMNS = (

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .handle import Handle
-from .records import Invitation
+from .people_records import Invitation
 from .rows import Row
 
 _COLUMNS = "digest, rule_id, owner, address, created_at, expires_at, used_at, used_by"

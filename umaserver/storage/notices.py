@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .handle import Handle
-from .records import Notice
+from .people_records import Notice
 from .rows import Row
 
 _COLUMNS = (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from .handle import Handle
-from .records import AccessRequest, RequestStatus
+from .people_records import AccessRequest, RequestStatus
 from .rows import Row
 
 _SELECT = (

@@ -8,16 +8,8 @@ import json
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from .records import (
-    Claim,
-    Client,
-    Permission,
-    ResourceSet,
-    Share,
-    StoredOwnerRule,
-    Ticket,
-    User,
-)
+from .people_records import Share
+from .records import Claim, Client, Permission, ResourceSet, StoredOwnerRule, Ticket, User
 
 
 class Row(Protocol):

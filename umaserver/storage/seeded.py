@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .handle import Handle
-from .records import SeededKind, SeededParty
+from .people_records import SeededKind, SeededParty
 
 # The advisory lock's key: the one the PostgreSQL migrations take (`postgresql.migrate`), so that
 # a seed is never applied while the schema changes, nor two at once.

@@ -6,7 +6,7 @@ import json
 
 from . import rows as stored
 from .handle import Handle
-from .records import Share
+from .people_records import Share
 
 _SELECT = (
     "SELECT rule_id, owner, resource_set_id, recipient, kind, scopes, until, created_at FROM shares"
