@@ -876,12 +876,20 @@ RELEASED_STEPS = {
     "0012_signing_keys.sqlite.sql": "739ee2c2bffd1ebdf18cebf929db47059730f55326ccaafb27adcd73bda13336",
     "0013_shares.sqlite.sql": "397ef3cd99b2f2b5bd1f991cecd31a0502084dcb6b7449ea7f2dc6757fb50907",
     "0014_events.sqlite.sql": "c8a204ec2c00c247818f850bdc19ace61d9e8c4f4964c2a465c3af316ab42b93",
+    "0015_requests.sqlite.sql": "57880a5f8b1bceb864a57be578c14340cd182a763215615e9ab175bfea1ede1f",
+    "0016_invitations.sqlite.sql": "b55c64bc2d5578db94963c951bdba52ad9b239868e124fb549d7cc145e43aadd",
+    "0017_notices.sqlite.sql": "c0e35dff48253a80fc9e25e33ba0eea9372386cb0a097acf746b3b27b4ac9161",
+    "0018_seeded_parties.sqlite.sql": "20bb8cfe9ac13ee1699eac0ac91db474d4077d91682f95c60260f4dd634b793d",
     "0008_fetched_content.postgresql.sql": "d6d285574296b8d2a13e31c626d0e852533e04a5df8aed523b097b08937aded8",
     "0009_access_tokens_indexed_only_by_what_they_have.postgresql.sql": "5d70e2508d0704a563a339e0f737c8f13378051010c5b5b3fd11f63c6ccc68a8",
     "0011_uma_2.postgresql.sql": "e365644c90382e3d4f6fd68fb54643c570fb080cc0adf27385b9ee6cc2039df4",
     "0012_signing_keys.postgresql.sql": "cb0778ca6fecd8b20ca665379776838ba57786b50cec60bd1f3d50536b5cfef5",
     "0013_shares.postgresql.sql": "af7ebcbd6bf27c7d583a1aa03246ee2b43a1165c3e94babe6cd321e4d520bbed",
     "0014_events.postgresql.sql": "c0d4545722a1d83ea5341254b174808a6492ff05e8e6dceee8793fa99e51d26b",
+    "0015_requests.postgresql.sql": "79b35dc96a2dbb8b8b5d29c26a6b3581f5dd0d25afe083060e96f85d21959a95",
+    "0016_invitations.postgresql.sql": "875bda7c8c31b7e820e4886427a3be5e5248e362266360f7dab9b2f1a0ce9f89",
+    "0017_notices.postgresql.sql": "2c6d67820a370b3ac6d1d61c9ee6710131e76072fe92a84545e11808742822e6",
+    "0018_seeded_parties.postgresql.sql": "e6226b8ff24bee360f5a30774a1b80b50f498f0de7e9cd3131ce26a6cbfeadd8",
 }
 
 
