@@ -25,6 +25,7 @@ from .builders import (
     make_code,
     make_handle,
     make_refresh_token,
+    make_rpt,
     make_set,
     make_ticket,
     make_token,
@@ -178,6 +179,27 @@ def test_racers_deciding_in_a_transaction_see_the_ticket_open_only_once(
     winner = results.index((True, True))
     assert store.get_ticket(ticket.digest) == replace(ticket, requests=1, state="granted")
     assert store.gathered_claims(ticket.digest, f"party-{winner}") == [claim("n", winner)]
+
+
+def test_racers_issuing_under_one_aat_they_hold_leave_it_one_live_rpt(
+    store_factory: StoreFactory,
+) -> None:
+    """An RPT is issued in a transaction that first reads its AAT (`rpts.hold_aat`): each racer
+    finds the live RPT a racer before it made, and of racers on an AAT with none exactly one
+    makes one."""
+    store = store_factory()
+    aat = make_token(store, scope="uma_authorization")
+
+    def issue(handle: Storage, _: int) -> bool:
+        with handle.transaction():
+            handle.get_access_token(aat.digest)
+            if handle.live_rpt_of(aat.digest, T) is not None:
+                return False
+            time.sleep(0.005)  # issuing takes time: let the others look meanwhile
+            make_rpt(handle, aat)
+            return True
+
+    assert race(store_factory, issue).count(True) == 1
 
 
 def test_an_assertion_use_in_a_transaction_that_raises_is_forgotten(store: Storage) -> None:

@@ -3,7 +3,8 @@
 An AAT has at most one live RPT: a fresh one revokes the ones before. A grant adds a permission to
 the RPT the client sent when it is live and this AAT's, else to the AAT's live RPT, which is made
 again from its seed (the client may be using it, so it must stay live rather than be replaced
-behind the client's back).
+behind the client's back). Issuing and granting hold the AAT first (`hold_aat`), so this holds
+under any concurrency, on several processes too: every grant lands in the live RPT.
 
 With `[tokens] rpt_format = "jwt"` (a `JwtRpts` given), an RPT is a JWS signed with the current
 signing key (`signing_keys`), carrying its permissions in Keycloak's form. A signed token cannot
@@ -40,6 +41,7 @@ def issue_rpt(
     permissions, with `jwt`)."""
     if jwt is not None:
         with storage.transaction():
+            hold_aat(storage, aat)
             storage.revoke_rpts_of(aat.digest)
             return mint_jwt(
                 storage,
@@ -64,9 +66,19 @@ def issue_rpt(
         expires_at=now + lifetime,
     )
     with storage.transaction():
+        hold_aat(storage, aat)
         storage.revoke_rpts_of(aat.digest)
         storage.add_rpt(record)
     return rpt, record
+
+
+def hold_aat(storage: Storage, aat: AccessToken) -> None:
+    """Holds the AAT until the caller's transaction ends, so that the transactions that issue or
+    grant under one AAT take turns: each finds the live RPT the one before it left (or made), and
+    an AAT has one live RPT under any concurrency. On PostgreSQL the read locks the AAT's row
+    (`get_access_token` in a transaction); SQLite's transaction holds the whole database. Taken
+    before any RPT of the AAT is read, as revocations do (the AAT, then its RPTs)."""
+    storage.get_access_token(aat.digest)
 
 
 def issue_client_rpt(
@@ -135,7 +147,9 @@ def grant(
 ) -> str:
     """Adds the permissions (one per pair of the ticket) to the RPT the client should use from now
     on, and returns that RPT. With `jwt`, that is a new JWT with every live permission of the AAT's
-    party and client (the RPT sent among them when it is one of theirs)."""
+    party and client (the RPT sent among them when it is one of theirs). Called inside the
+    caller's transaction (the authorization request's), which holds the AAT (`hold_aat`)."""
+    hold_aat(storage, aat)
     if jwt is not None:
         rpt, _ = mint_jwt(
             storage,

@@ -218,7 +218,9 @@ class AccessTokens(Protocol):
     def add_access_token(self, token: AccessToken) -> None: ...
 
     def get_access_token(self, digest: str) -> AccessToken | None:
-        """The token with its user's username (None for a client's own token)."""
+        """The token with its user's username (None for a client's own token). Read inside a
+        transaction, it is held until the transaction ends: another transaction's read of it
+        waits (the issuers of one AAT's RPTs take turns)."""
         ...
 
     def revoke_access_token(self, digest: str) -> bool:
