@@ -186,8 +186,9 @@ class _Keys:
                 raise KeyUnusable(
                     f"The current signing key {key.kid} does not open with this secret_key (was"
                     " it changed, or the database copied from another server?): restore the"
-                    " secret_key, or run `umaserver keys rotate` to make a new key (RPTs signed"
-                    " with the old one still verify until `keys retire`)."
+                    " secret_key (or list the old one after the new in secret_keys), or run"
+                    " `umaserver keys rotate` to make a new key (RPTs signed with the old one"
+                    " still verify until `keys retire`)."
                 ) from None
             found = _import(key.algorithm, pem)
             with self._lock:
