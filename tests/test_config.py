@@ -705,3 +705,53 @@ def test_mail_settings_name_every_problem(tmp_path: Path) -> None:
     assert errors_of(tmp_path, GOOD + '[mail]\nhost = "h"\nfrom = "a@b.org"\nusername = "u"\n') == [
         "mail: username is given: give password_env or password_file too"
     ]
+
+
+ROTATED = "a-new-secret-key-for-the-rotation-0123456789"
+
+
+def test_secret_keys_rotate_the_secret_key(tmp_path: Path) -> None:
+    rotating = GOOD.replace(f'secret_key = "{SECRET}"', f'secret_keys = ["{ROTATED}", "{SECRET}"]')
+    config = load_config(write(tmp_path, rotating))
+    assert config.secret_keys == (ROTATED, SECRET)
+    assert config.secret_key == ROTATED  # the first signs and derives
+    assert ROTATED not in repr(config) and SECRET not in repr(config)
+    assert load_config(write(tmp_path, GOOD)).secret_keys == (SECRET,)
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        (
+            f'secret_key = "{SECRET}"\nsecret_keys = ["{ROTATED}"]',
+            ["secret_key: give secret_key or secret_keys, not both"],
+        ),
+        ("secret_keys = []", ["secret_keys: must not be empty"]),
+        (f'secret_keys = "{SECRET}"', ["secret_keys: must be an array of non-empty strings"]),
+        (f'secret_keys = ["{SECRET}", ""]', ["secret_keys: must be an array of non-empty strings"]),
+        (
+            f'secret_keys = ["{ROTATED}", "too-short"]',
+            [
+                'secret_keys[1]: must be at least 32 characters; make one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+            ],
+        ),
+        (f'secret_keys = ["{SECRET}", "{SECRET}"]', ["secret_keys: a key is listed twice"]),
+    ],
+    ids=["both", "empty", "a string", "an empty key", "a short key", "a repeated key"],
+)
+def test_secret_keys_errors(tmp_path: Path, keys: str, expected: list[str]) -> None:
+    errors = errors_of(tmp_path, GOOD.replace(f'secret_key = "{SECRET}"', keys))
+    assert errors == expected
+    assert not any(SECRET in line or ROTATED in line for line in errors)  # never echoed
+
+
+def test_the_example_documents_secret_keys_in_a_comment(tmp_path: Path) -> None:
+    text = (ROOT / "config.example.toml").read_text(encoding="utf-8")
+    assert text.count('\nsecret_key = ""\n') == 1
+    (line,) = [line for line in text.splitlines() if "secret_keys =" in line]
+    assert line.startswith("# secret_keys = [")
+    uncommented = text.replace('secret_key = ""\n', "").replace(line, line.removeprefix("# "))
+    uncommented = uncommented.replace('"the-new-key"', f'"{ROTATED}"').replace(
+        '"the-old-key"', f'"{SECRET}"'
+    )
+    assert load_config(write(tmp_path, uncommented)).secret_keys == (ROTATED, SECRET)

@@ -388,7 +388,7 @@ def _client(server: LiveServer, name: str, *more: str) -> tuple[str, str]:
 
 
 def test_an_ec_key_is_made_for_es256() -> None:
-    settings = signing_keys.JwtRpts.of("ES256", "a-secret-key-of-at-least-forty-characters")
+    settings = signing_keys.JwtRpts.of("ES256", ["a-secret-key-of-at-least-forty-characters"])
     made = signing_keys.new_signing_key("ES256", settings.sealing_keys[0], 0)
     pem = secrets_at_rest.unseal(settings.sealing_keys, made.sealed_key, made.kid)
     assert ECKey.import_key(pem).thumbprint() == made.kid

@@ -80,6 +80,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     app.request_class = wsgi_request.Request
     app.config.update(
         SECRET_KEY=config.secret_key,
+        # Cookies signed under a key still listed in `secret_keys` keep verifying.
+        SECRET_KEY_FALLBACKS=list(config.secret_keys[1:]),
         MAX_CONTENT_LENGTH=config.limits.max_body_bytes,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
@@ -106,8 +108,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
             clock=clock,
             policies=policies,
             verifiers=verifiers,
-            rpt_key=secrets_at_rest.reissue_key(config.secret_key, "rpt"),
-            csrf_key=secrets_at_rest.reissue_key(config.secret_key, "csrf"),
+            rpt_keys=secrets_at_rest.reissue_keys(config.secret_keys, "rpt"),
+            csrf_keys=secrets_at_rest.reissue_keys(config.secret_keys, "csrf"),
             jwt_rpts=signing_keys.configured(config),
         ),
     )

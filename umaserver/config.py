@@ -177,7 +177,8 @@ class Config:
     # hold a password: kept out of repr, named with `storage.describe`.
     database: Database = field(repr=False)
     policies: Path
-    secret_key: str = field(repr=False)
+    # `secret_key`, or `secret_keys` (rotation): the first signs and derives, every one verifies.
+    secret_keys: tuple[str, ...] = field(repr=False)
     # `[policies] owner_rules`: owners' own rules (made on their policy pages) count in decisions
     # and may be edited; when false they are ignored and cannot be changed (the file's rules stay).
     owner_rules: bool = True
@@ -203,6 +204,11 @@ class Config:
     oidc_issuers: tuple[OidcIssuer, ...] = ()
     source: Path | None = None
 
+    @property
+    def secret_key(self) -> str:
+        """The key that signs and derives now (the first of `secret_keys`)."""
+        return self.secret_keys[0]
+
     def url(self, path: str) -> str:
         """An absolute URL of this server: every URL it hands out is built from `issuer`."""
         return self.issuer + path
@@ -226,6 +232,22 @@ def _secret(value: str) -> str | None:
             'python -c "import secrets; print(secrets.token_urlsafe(32))"'
         )
     return None
+
+
+def _secret_keys(top: TableReader) -> tuple[str, ...]:
+    """`secret_key = "..."`, or `secret_keys = ["new", "old"]` while rotating: one of the two."""
+    if "secret_keys" not in top.table:
+        return (top.take("secret_key", str, check=_secret),)
+    if "secret_key" in top.table:
+        top.table.pop("secret_key")
+        top.errors.append("secret_key: give secret_key or secret_keys, not both")
+    keys = top.strings("secret_keys", required=True)
+    for index, key in enumerate(keys):
+        if (problem := _secret(key)) is not None:
+            top.errors.append(f"secret_keys[{index}]: {problem}")
+    if len(set(keys)) < len(keys):  # never echoed: a key is a secret
+        top.errors.append("secret_keys: a key is listed twice")
+    return keys or ("",)
 
 
 def _database(value: str) -> str | None:
@@ -337,7 +359,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     else:
         policies = top.take("policies", str, check=non_empty)
         owner_rules = True
-    secret_key = top.take("secret_key", str, check=_secret)
+    secret_keys = _secret_keys(top)
 
     section = top.section("server")
     server = ServerSettings(
@@ -490,7 +512,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         issuer=issuer,
         database=database if is_postgresql(database) else (base / database).resolve(),
         policies=(base / policies).resolve(),
-        secret_key=secret_key,
+        secret_keys=secret_keys,
         owner_rules=owner_rules,
         server=server,
         limits=limits,

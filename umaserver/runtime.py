@@ -27,10 +27,16 @@ class Runtime:
     clock: Clock
     policies: PolicyStore
     verifiers: ConfiguredVerifiers
-    rpt_key: bytes = field(repr=False)
-    csrf_key: bytes = field(repr=False)
+    # The keys derived from each of `secret_keys`, in their order: the first makes, all verify.
+    rpt_keys: tuple[bytes, ...] = field(repr=False)
+    csrf_keys: tuple[bytes, ...] = field(repr=False)
     # How RPTs are signed with `[tokens] rpt_format = "jwt"`; None: opaque RPTs.
     jwt_rpts: JwtRpts | None = None
+
+    @property
+    def rpt_key(self) -> bytes:
+        """The key that makes RPTs from their seeds now."""
+        return self.rpt_keys[0]
 
     def rules_for(self, storage: Storage, owner: str) -> RuleSet:
         """The rules a decision about `owner`'s sets (a username, as rules name owners) uses now:

@@ -49,6 +49,11 @@ def reissue_key(secret_key: str, purpose: str) -> bytes:
     ).digest()
 
 
+def reissue_keys(secret_keys: Sequence[str], purpose: str) -> tuple[bytes, ...]:
+    """`reissue_key` of each listed secret key, in their order: the first makes, all verify."""
+    return tuple(reissue_key(secret_key, purpose) for secret_key in secret_keys)
+
+
 def sealing_key(secret_key: str, purpose: str) -> bytes:
     """The AES-256 key that seals the secrets of one purpose ("signing keys") kept in the store:
     HKDF-SHA256 (RFC 5869) of `secret_key`, the purpose in its info, so that it is neither the
@@ -99,6 +104,16 @@ def reissue_token(prefix: str, key: bytes, seed: str) -> str:
     makes other tokens)."""
     mac = hmac.new(key, seed.encode("utf-8"), hashlib.sha256).digest()
     return prefix + base64.urlsafe_b64encode(mac).rstrip(b"=").decode("ascii")
+
+
+def reissued(prefix: str, keys: Sequence[bytes], seed: str, stored_digest: str) -> str | None:
+    """The token that one of `keys` makes from `seed` and whose digest is `stored_digest`; None
+    when none does (the key that made it is no longer listed): such a token no longer counts."""
+    for key in keys:
+        token = reissue_token(prefix, key, seed)
+        if matches_digest(token, stored_digest):
+            return token
+    return None
 
 
 def digest(token: str) -> str:

@@ -2040,6 +2040,16 @@ def test_retiring_drops_every_signing_key_but_the_current_one(store: Storage) ->
     assert store.retire_signing_keys() == []
 
 
+def test_a_signing_key_is_resealed_only_from_the_sealed_value_read(store: Storage) -> None:
+    key = signing_key("kid-r")
+    store.add_signing_key(key, replace_current=False)
+    assert store.reseal_signing_key("kid-r", "not-what-is-stored", "other") is False
+    assert store.reseal_signing_key("kid-r", key.sealed_key, "resealed") is True
+    assert store.signing_keys() == [replace(key, sealed_key="resealed")]
+    assert store.reseal_signing_key("kid-r", key.sealed_key, "again") is False
+    assert store.reseal_signing_key("kid-none", "resealed", "again") is False
+
+
 def test_revoking_one_rpt_works_once_and_leaves_the_others(store: Storage) -> None:
     aat = make_token(store)
     rpt, other = make_rpt(store, aat), make_rpt(store, aat)

@@ -39,7 +39,7 @@ def authorization_request() -> Response:
         unverified_ticket=body["ticket"],
         claim_objects=body.get("claims", []),
         lifetimes=uma.config.lifetimes,
-        rpt_key=uma.rpt_key,
+        rpt_keys=uma.rpt_keys,
         limits=uma.config.limits,
         server_issuer=uma.config.issuer,
         sign_in_providers=sign_in_providers(uma.config.oidc_issuers),

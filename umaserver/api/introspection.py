@@ -97,9 +97,10 @@ def introspect() -> Response:
     pat = authenticate(PROTECTION_SCOPE)
     unverified = token_parameter()
     store = storage()
-    now = runtime().clock.now()
+    uma = runtime()
+    now = uma.clock.now()
     body: dict[str, Any] = {"active": False}
-    found = introspect_rpt(store, now, unverified, pat.owner, pat.client_id)
+    found = introspect_rpt(store, now, unverified, pat.owner, pat.client_id, uma.rpt_keys)
     if found is not None:
         rpt, permissions = found
         if rpt.is_live(now):

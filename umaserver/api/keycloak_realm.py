@@ -169,9 +169,10 @@ def introspect() -> Response:
     unverified = introspection.token_parameter(repeatable=())
     client = _introspecting_client()
     store = storage()
-    now = runtime().clock.now()
+    uma = runtime()
+    now = uma.clock.now()
     answer: dict[str, Any] = {"active": False}
-    found = introspect_rpt_for_client(store, now, unverified, client)
+    found = introspect_rpt_for_client(store, now, unverified, client, uma.rpt_keys)
     if found is not None:
         rpt, granted = found
         if rpt.is_live(now):

@@ -30,7 +30,7 @@ def rotate(ctx: click.Context) -> None:
     verify, and those keys stay in /jwks, until `keys retire`."""
     config = _config(ctx)
     store = _store(ctx)
-    settings = JwtRpts.of(config.tokens.jwt_algorithm, config.secret_key)
+    settings = JwtRpts.of(config.tokens.jwt_algorithm, config.secret_keys)
     made = signing_keys.rotate(store, settings, CLOCK.now())
     emit(signing_keys.describe(made))
 

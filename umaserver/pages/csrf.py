@@ -1,6 +1,8 @@
 """CSRF tokens on every form: an HMAC (key from `secret_key`) of the session's `csrf_secret`, or,
 before sign-in, of the pre-session cookie's id. `token()` for templates (`{{ csrf_token() }}`),
-`require()` at the top of every view that takes a form: a missing or wrong token is a 400 page."""
+`require()` at the top of every view that takes a form: a missing or wrong token is a 400 page.
+Tokens are made under the first of `secret_keys` and accepted under any listed one, so a form
+rendered before a rotation still goes through, and one rendered under a removed key does not."""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ FAILED = (
 )
 
 
-def _token_for(binding: str) -> str:
-    return hmac.new(runtime().csrf_key, binding.encode("utf-8"), hashlib.sha256).hexdigest()
+def _token_for(binding: str, key: bytes) -> str:
+    return hmac.new(key, binding.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
 def _binding() -> str:
@@ -32,7 +34,7 @@ def _binding() -> str:
 
 def token() -> str:
     """The CSRF token of this browser's forms."""
-    return _token_for(_binding())
+    return _token_for(_binding(), runtime().csrf_keys[0])
 
 
 def require() -> None:
@@ -48,5 +50,9 @@ def require() -> None:
         if not presession:
             abort(400, description=FAILED)
         binding = "presession:" + presession
-    if not hmac.compare_digest(sent[0].encode("utf-8"), _token_for(binding).encode("utf-8")):
+    unverified = sent[0].encode("utf-8")
+    if not any(
+        hmac.compare_digest(unverified, _token_for(binding, key).encode("utf-8"))
+        for key in runtime().csrf_keys
+    ):
         abort(400, description=FAILED)

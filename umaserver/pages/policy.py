@@ -113,6 +113,11 @@ def _reference_key() -> bytes:
     return owner_permissions.reference_key(runtime().config.secret_key)
 
 
+def _reference_keys() -> tuple[bytes, ...]:
+    """Every listed secret key's: a page rendered before a rotation still revokes."""
+    return tuple(map(owner_permissions.reference_key, runtime().config.secret_keys))
+
+
 def _ref(resource_set: ResourceSet) -> ResourceSetRef:
     return ResourceSetRef(resource_set.id, resource_set.name, resource_set.description.get("type"))
 
@@ -405,7 +410,9 @@ def revoke_permission(rs_id: str) -> BaseResponse:
     if len(sent) != 1 or not sent[0] or len(sent[0]) > 128:
         abort(400, description=INCOMPLETE)
     # Revoked already (or never granted): the page shows it is gone either way.
-    if owner_permissions.revoke(storage(), rs_id, sent[0], _reference_key(), runtime().clock.now()):
+    if owner_permissions.revoke(
+        storage(), rs_id, sent[0], _reference_keys(), runtime().clock.now()
+    ):
         log.info("permission revoked owner=%r resource_set=%r", user.username, rs_id)
     return redirect(_set_page(rs_id) + "#permissions", 303)
 

@@ -12,7 +12,7 @@ of a well-formed request, grant, need_claims or deny, is returned as one `Outcom
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -79,7 +79,7 @@ def request_authorization(
     unverified_ticket: str,
     claim_objects: list[dict[str, Any]],
     lifetimes: Lifetimes,
-    rpt_key: bytes,
+    rpt_keys: Sequence[bytes],
     limits: Limits = _DEFAULT_LIMITS,
     server_issuer: str = "",
     sign_in_providers: Mapping[str, str] | None = None,
@@ -182,7 +182,7 @@ def request_authorization(
                 unverified_rpt,
                 decision.granted(),
                 lifetimes,
-                rpt_key,
+                rpt_keys,
                 jwt=jwt,
                 issuer=server_issuer if rpt_issuer is None else rpt_issuer,
             )

@@ -216,7 +216,7 @@ def request_permissions(
     unverified_rpt: str | None,
     now: int,
     lifetimes: Lifetimes,
-    rpt_key: bytes,
+    rpt_keys: Sequence[bytes],
     jwt: JwtRpts | None = None,
     rpt_issuer: str = "",
     sharing: SharingSettings | None = None,
@@ -233,14 +233,16 @@ def request_permissions(
         if storage.get_client(audience) is None:
             raise InvalidRequest(f"audience: {echo(audience)} is no client of this server.")
         pairs = resolve(storage, audience, wanted)
-        upgrading = own_rpt(storage, unverified_rpt, client, now) if unverified_rpt else None
+        upgrading = (
+            own_rpt(storage, unverified_rpt, client, now, rpt_keys) if unverified_rpt else None
+        )
         granted, whole = decide_permissions(storage, rules, supplier, party, claims, pairs, now)
         asked: set[str] = set()
         if submit_request and not whole and sharing is not None:
             asked = _ask_owners(storage, sharing, client, party, pairs, granted, now, outbox)
         answer = _answer(
             storage, client, party, granted, whole, response_mode, bool(asked), upgrading,
-            unverified_rpt, now, lifetimes, rpt_key, jwt, rpt_issuer,
+            unverified_rpt, now, lifetimes, rpt_keys[0], jwt, rpt_issuer,
         )  # fmt: skip
         _record(storage, client, party, pairs, granted, answer, response_mode, now, asked)
     log.info(

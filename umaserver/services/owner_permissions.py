@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import secrets_at_rest
@@ -74,15 +75,17 @@ def granted_on(storage: Storage, rs_id: str, now: int, key: bytes) -> list[Grant
     return found
 
 
-def revoke(storage: Storage, rs_id: str, unverified_reference: str, key: bytes, now: int) -> bool:
-    """Deletes the permission (every scope) on the set that the reference names, expired or not,
-    and writes the revocation to the owner's history (at `now`) in the same transaction; False
-    when none matches."""
+def revoke(
+    storage: Storage, rs_id: str, unverified_reference: str, keys: Sequence[bytes], now: int
+) -> bool:
+    """Deletes the permission (every scope) on the set that the reference names under one of
+    `keys` (those of every listed secret key), expired or not, and writes the revocation to the
+    owner's history (at `now`) in the same transaction; False when none matches."""
     sent = unverified_reference.encode("utf-8")
     with storage.transaction():
         for rpt_digest, permission in storage.permissions_on(rs_id):
-            mine = reference(key, rs_id, rpt_digest).encode("utf-8")
-            if hmac.compare_digest(sent, mine):
+            mine = [reference(key, rs_id, rpt_digest).encode("utf-8") for key in keys]
+            if any(hmac.compare_digest(sent, one) for one in mine):
                 if not storage.delete_permission(rpt_digest, rs_id):
                     return False
                 _record_revocation(storage, rs_id, rpt_digest, permission.scopes, now)

@@ -140,7 +140,7 @@ def grant(
     unverified_rpt: str,
     permissions: Sequence[RequestedPermission],
     lifetimes: Lifetimes,
-    rpt_key: bytes,
+    rpt_keys: Sequence[bytes],
     *,
     jwt: JwtRpts | None = None,
     issuer: str = "",
@@ -164,30 +164,35 @@ def grant(
         )
         return rpt
     sent = storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
-    if sent is not None and sent.is_live(now) and sent.aat_digest == aat.digest:
+    if (
+        sent is not None
+        and sent.is_live(now)
+        and sent.aat_digest == aat.digest
+        and vouched(sent, rpt_keys)
+    ):
         add_permissions(storage, now, sent, permissions, lifetimes)
         return unverified_rpt
     live = storage.live_rpt_of(aat.digest, now)
     if live is not None:
-        rpt = secrets_at_rest.reissue_token(secrets_at_rest.RPT_PREFIX, rpt_key, live.seed)
-        if secrets_at_rest.matches_digest(rpt, live.digest):
+        made = secrets_at_rest.reissued(
+            secrets_at_rest.RPT_PREFIX, rpt_keys, live.seed, live.digest
+        )
+        if made is not None:
             add_permissions(storage, now, live, permissions, lifetimes)
-            return rpt
-    # No live RPT, or one made under an earlier secret_key: a new one carrying its permissions.
-    rpt, record = issue_rpt(storage, now, aat, rpt_key, lifetimes.rpt)
-    if live is not None:
-        for permission in storage.permissions_of(live.digest, now):
-            storage.put_permission(
-                record.digest,
-                Permission(
-                    permission.resource_set_id,
-                    permission.scopes,
-                    permission.issued_at,
-                    min(permission.expires_at, record.expires_at),
-                ),
-            )
+            return made
+    # No live RPT, or one whose secret key is no longer listed (it ended with the key, and its
+    # permissions with it): a new one.
+    rpt, record = issue_rpt(storage, now, aat, rpt_keys[0], lifetimes.rpt)
     add_permissions(storage, now, record, permissions, lifetimes)
     return rpt
+
+
+def vouched(rpt: Rpt, rpt_keys: Sequence[bytes]) -> bool:
+    """Whether a listed secret key still makes this opaque RPT from its seed: one made under a
+    key since removed from `secret_keys` no longer counts. (A JWT RPT's seed is its jti: its
+    signature vouches for it.)"""
+    made = secrets_at_rest.reissued(secrets_at_rest.RPT_PREFIX, rpt_keys, rpt.seed, rpt.digest)
+    return made is not None
 
 
 def add_permissions(
@@ -309,32 +314,39 @@ def mint_jwt(
 
 
 def introspect_rpt_for_client(
-    storage: Storage, now: int, unverified_rpt: str, client_id: str
+    storage: Storage, now: int, unverified_rpt: str, client_id: str, rpt_keys: Sequence[bytes]
 ) -> tuple[Rpt, list[Permission]] | None:
     """An RPT known here (live or not) with its live permissions on the sets this resource server
     registered, for any owner (Keycloak's introspection); None when the token is no RPT of ours."""
-    rpt = _known_rpt(storage, unverified_rpt)
+    rpt = _known_rpt(storage, unverified_rpt, rpt_keys)
     if rpt is None:
         return None
     return rpt, storage.permissions_for(rpt.digest, None, client_id, now)
 
 
 def introspect_rpt(
-    storage: Storage, now: int, unverified_rpt: str, owner: str, client_id: str
+    storage: Storage,
+    now: int,
+    unverified_rpt: str,
+    owner: str,
+    client_id: str,
+    rpt_keys: Sequence[bytes],
 ) -> tuple[Rpt, list[Permission]] | None:
     """An RPT known here (live or not) with its live permissions on this owner's and resource
     server's sets; None when the token is no RPT of ours."""
-    rpt = _known_rpt(storage, unverified_rpt)
+    rpt = _known_rpt(storage, unverified_rpt, rpt_keys)
     if rpt is None:
         return None
     return rpt, storage.permissions_for(rpt.digest, owner, client_id, now)
 
 
-def _known_rpt(storage: Storage, unverified_rpt: str) -> Rpt | None:
+def _known_rpt(storage: Storage, unverified_rpt: str, rpt_keys: Sequence[bytes]) -> Rpt | None:
     """The RPT stored under this token's digest; a JWT RPT must also verify with a key still
-    published (a retired key's tokens are no longer ours)."""
-    if signing_keys.looks_like_jws(unverified_rpt) and (
-        signing_keys.verify(storage, unverified_rpt) is None
-    ):
-        return None
-    return storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
+    published (a retired key's tokens are no longer ours), an opaque one be made from its seed
+    by a listed secret key (`vouched`)."""
+    if signing_keys.looks_like_jws(unverified_rpt):
+        if signing_keys.verify(storage, unverified_rpt) is None:
+            return None
+        return storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
+    found = storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
+    return found if found is not None and vouched(found, rpt_keys) else None

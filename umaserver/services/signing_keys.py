@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,15 +49,19 @@ class JwtRpts:
     sealing_keys: tuple[bytes, ...] = field(repr=False)
 
     @classmethod
-    def of(cls, algorithm: str, secret_key: str) -> JwtRpts:
-        return cls(algorithm, (secrets_at_rest.sealing_key(secret_key, SEALING_PURPOSE),))
+    def of(cls, algorithm: str, secret_keys: Sequence[str]) -> JwtRpts:
+        """Sealing under the first of `secret_keys`, opening under any of them."""
+        return cls(
+            algorithm,
+            tuple(secrets_at_rest.sealing_key(key, SEALING_PURPOSE) for key in secret_keys),
+        )
 
 
 def configured(config: Config) -> JwtRpts | None:
     """How RPTs are signed under `config`: None for opaque RPTs (the default)."""
     if config.tokens.rpt_format != "jwt":
         return None
-    return JwtRpts.of(config.tokens.jwt_algorithm, config.secret_key)
+    return JwtRpts.of(config.tokens.jwt_algorithm, config.secret_keys)
 
 
 Key = RSAKey | ECKey
@@ -98,10 +102,37 @@ class KeyUnusable(Exception):
 
 def ready_signing_key(storage: Storage, settings: JwtRpts, now: int) -> SigningKey:
     """`ensure_signing_key`, and the key opened once (what `init` and `serve` check, so that an
-    operator hears of a changed secret_key at start rather than from a failing grant)."""
+    operator hears of a changed secret_key at start rather than from a failing grant), every
+    stored key sealed under the first of `secret_keys` first (`reseal`)."""
+    reseal(storage, settings)
     key = ensure_signing_key(storage, settings, now)
     _KEYS.private(key, settings)
     return key
+
+
+def reseal(storage: Storage, settings: JwtRpts) -> list[str]:
+    """Seals again under the first sealing key each stored private key that opens only under a
+    later one (made under a secret key that `secret_keys` now lists after a new one), so that
+    the old secret key can then be removed: their kids. A key that no listed key opens is left
+    as it is (`ready_signing_key` names the current one)."""
+    first, later = settings.sealing_keys[0], settings.sealing_keys[1:]
+    resealed = []
+    for key in storage.signing_keys():
+        try:
+            secrets_at_rest.unseal([first], key.sealed_key, key.kid)
+            continue
+        except secrets_at_rest.SealBroken:
+            pass
+        try:
+            pem = secrets_at_rest.unseal(later, key.sealed_key, key.kid)
+        except secrets_at_rest.SealBroken:
+            continue
+        sealed = secrets_at_rest.seal(first, pem, key.kid)
+        if storage.reseal_signing_key(key.kid, key.sealed_key, sealed):
+            resealed.append(key.kid)
+    if resealed:
+        log.info("signing keys sealed again under the first secret key: kids=%s", resealed)
+    return resealed
 
 
 def rotate(storage: Storage, settings: JwtRpts, now: int) -> SigningKey:
@@ -155,8 +186,9 @@ class _Keys:
                 raise KeyUnusable(
                     f"The current signing key {key.kid} does not open with this secret_key (was"
                     " it changed, or the database copied from another server?): restore the"
-                    " secret_key, or run `umaserver keys rotate` to make a new key (RPTs signed"
-                    " with the old one still verify until `keys retire`)."
+                    " secret_key (or list the old one after the new in secret_keys), or run"
+                    " `umaserver keys rotate` to make a new key (RPTs signed with the old one"
+                    " still verify until `keys retire`)."
                 ) from None
             found = _import(key.algorithm, pem)
             with self._lock:

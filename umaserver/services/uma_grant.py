@@ -40,7 +40,7 @@ from ..policy.decision import NeededClaim
 from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import Claim, Client, Pct, RequestedPermission, ResourceSet, Rpt, Ticket
-from . import access_history, notices, owner_requests, rpts
+from . import access_history, notices, owner_requests, rpts, signing_keys
 from .decision import MissingResourceSet, RulesFor, Supplier, decide_ticket, gatherable, owner_name
 from .pushed_claims import (
     MAX_TICKET_REQUESTS,
@@ -99,7 +99,7 @@ def request_rpt(
     verifiers: Verifiers,
     lifetimes: Lifetimes,
     limits: Limits,
-    rpt_key: bytes,
+    rpt_keys: Sequence[bytes],
     server_issuer: str,
     sign_in_providers: Mapping[str, str] | None = None,
     person: str | None = None,
@@ -184,7 +184,7 @@ def request_rpt(
                 if ticket.requesting_party is not None:  # its claims move to the person
                     storage.set_ticket_party(digest, party)
             pct_claims = storage.pct_claims(pct.digest, now)
-        upgrading = own_rpt(storage, request.rpt, client, now) if request.rpt else None
+        upgrading = own_rpt(storage, request.rpt, client, now, rpt_keys) if request.rpt else None
         permissions = ticket.permissions
         if request.scope:
             permissions = _with_scopes(storage, permissions, request.scope)
@@ -229,7 +229,7 @@ def request_rpt(
                 decision.granted(),
                 claims,
                 lifetimes,
-                rpt_key,
+                rpt_keys[0],
                 jwt=jwt,
                 issuer=server_issuer if rpt_issuer is None else rpt_issuer,
             )
@@ -337,10 +337,18 @@ def _own_pct(storage: Storage, unverified_pct: str, client: Client, now: int) ->
     return pct
 
 
-def own_rpt(storage: Storage, unverified_rpt: str, client: Client, now: int) -> Rpt:
-    """The client's own live RPT; InvalidGrant for any other token."""
+def own_rpt(
+    storage: Storage, unverified_rpt: str, client: Client, now: int, rpt_keys: Sequence[bytes]
+) -> Rpt:
+    """The client's own live RPT; InvalidGrant for any other token (an opaque one that no listed
+    secret key makes from its seed among them: `rpts.vouched`)."""
     rpt = storage.get_rpt(secrets_at_rest.digest(unverified_rpt))
-    if rpt is None or not rpt.is_live(now) or rpt.client_id != client.client_id:
+    if (
+        rpt is None
+        or not rpt.is_live(now)
+        or rpt.client_id != client.client_id
+        or not (signing_keys.looks_like_jws(unverified_rpt) or rpts.vouched(rpt, rpt_keys))
+    ):
         raise InvalidGrant("The RPT is unknown, expired, revoked, or another client's.")
     return rpt
 

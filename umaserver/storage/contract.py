@@ -537,6 +537,11 @@ class SigningKeys(Protocol):
         """Deletes every key that is not current: their kids, sorted."""
         ...
 
+    def reseal_signing_key(self, kid: str, sealed_before: str, sealed_now: str) -> bool:
+        """Replaces the key's sealed private part, only while it is still `sealed_before` (of two
+        processes re-sealing at once, one writes); False when it was not."""
+        ...
+
 
 class OwnerRules(Protocol):
     """The rules owners made on their policy pages, each a JSON object (the rule as a table of the

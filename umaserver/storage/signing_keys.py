@@ -45,6 +45,13 @@ class SigningKeys(Handle):
         )
         return sorted(str(row["kid"]) for row in rows)
 
+    def reseal_signing_key(self, kid: str, sealed_before: str, sealed_now: str) -> bool:
+        changed = self._write(
+            "UPDATE signing_keys SET sealed_key = ? WHERE kid = ? AND sealed_key = ?",
+            (sealed_now, kid, sealed_before),
+        )
+        return changed == 1
+
 
 def _signing_key(row: Row) -> SigningKey:
     return SigningKey(
