@@ -158,7 +158,7 @@ def readiness_problem(database: Database, settings: PostgreSQLSettings | None = 
         from .postgresql import database as postgresql_database
 
         return postgresql_database.write_problem(
-            str(database), min(_timeout(settings), PROBE_TIMEOUT)
+            str(database), min(_timeout(settings), PROBE_TIMEOUT), PROBE_TIMEOUT * 1000
         )
     path = Path(database)
     for where in (path.parent, path):
