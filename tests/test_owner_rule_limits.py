@@ -6,12 +6,18 @@ nothing is stored, and the form keeps what was typed."""
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any
 
 from flask.testing import FlaskClient
 
+from umaserver.config import Config
+from umaserver.services.owner_rule_form import rule_from_form
+from umaserver.services.owner_rules import add_owner_rule, owner_rules
+from umaserver.services.rule_limits import RuleLimits, RuleTooLarge
+
 from . import test_policy_pages as pages
-from .conftest import Store, store_owner_rule_as_is
+from .conftest import Store, open_store, store_owner_rule_as_is
 from .flows import Flow
 from .test_policy_pages import NURSES, own_rule_ids, page_of, token_on
 
@@ -91,3 +97,34 @@ def test_a_value_of_1025_bytes_is_refused(alice: FlaskClient, flow: Flow) -> Non
     assert page.status_code == 400
     assert error_at(page, "conditions-0-hint").startswith("This hint is 1,025 bytes long")
     assert 'value="' + "é" * 512 + '"' in alice.get(edit).text
+
+
+def test_owners_rules_added_at_once_stop_at_the_limit(config: Config, store: Store) -> None:
+    """12 rules of one owner added at once, each on a connection of its own, with room for 5:
+    5 are kept (on PostgreSQL too, where nothing else serialises the writers)."""
+    limits = RuleLimits(rules_per_owner=5)
+    handles = [open_store(config.database) for _ in range(12)]
+    start = threading.Barrier(len(handles))
+    outcomes: list[str] = []
+
+    def add(handle: Store) -> None:
+        rule = rule_from_form("alice", "rs-photos", {"scopes": ["view"]})
+        start.wait()
+        try:
+            add_owner_rule(handle, "alice", rule, 0, limits=limits)
+        except RuleTooLarge:
+            outcomes.append("refused")
+        else:
+            outcomes.append("added")
+
+    threads = [threading.Thread(target=add, args=(handle,)) for handle in handles]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        for handle in handles:
+            handle.close()
+    assert sorted(outcomes) == ["added"] * 5 + ["refused"] * 7
+    assert len(owner_rules(store, "alice")) == 5

@@ -159,15 +159,18 @@ def add_owner_rule(
         raise OwnerRulesDisabled()
     table = _checked_table(owner, rule, name)
     user_sub = _user_sub(storage, owner)
+    if limits is not None:
+        rule_limits.check(rule, limits, name)
     with storage.transaction():
-        if limits is not None:
-            rule_limits.check(rule, limits, name)
-            # The owner's rules are read (and locked, on PostgreSQL) in the transaction.
-            own = len(storage.owner_rules_of(user_sub)) - storage.count_shares(user_sub)
-            if own >= limits.rules_per_owner:
-                raise rule_limits.too_many_rules(limits)
         if not storage.add_owner_rule(rule.id, user_sub, table, now):
             raise ValueError(f"the rule id {rule.id!r} is taken")
+        if limits is not None:
+            # Counted after adding, in the same transaction (raising rolls the rule back): adding
+            # bumps the owner's version, which waits for any other transaction adding a rule of
+            # this owner to end, so two that both saw one place left cannot both keep theirs.
+            own = len(storage.owner_rules_of(user_sub)) - storage.count_shares(user_sub)
+            if own > limits.rules_per_owner:
+                raise rule_limits.too_many_rules(limits)
     _log("added", owner, rule)
 
 
