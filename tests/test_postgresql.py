@@ -216,6 +216,29 @@ def test_readyz_and_requests_answer_503_while_the_database_cannot_be_reached(
     assert http.get("/healthz").status_code == 200  # the process answers
 
 
+def test_readyz_answers_503_while_the_database_is_read_only(
+    tmp_path: Path, prepared: str, postgres_cluster: PostgresCluster
+) -> None:
+    """The rolled-back write of /readyz meets what a request that writes would: a database made
+    read-only (as a standby is) is unready, and ready again once it can be written."""
+    http = create_app(
+        load_config(write(tmp_path, config_text(prepared))), clock=FakeClock()
+    ).test_client()
+    assert http.get("/readyz").status_code == 200
+    name = prepared.split("?")[0].rsplit("/", 1)[1]
+    with postgres_cluster.admin() as conn:
+        conn.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    try:
+        answer = http.get("/readyz")
+        assert answer.status_code == 503
+        assert "read-only transaction" in answer.get_json()["checks"]["database"]
+        assert http.get("/healthz").status_code == 200
+    finally:
+        with postgres_cluster.admin() as conn:
+            conn.execute(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
+    assert http.get("/readyz").status_code == 200
+
+
 def _cut_connections(cluster: PostgresCluster, url: str) -> int:
     """Ends the server's sessions on the database at `url`, as a restart of PostgreSQL would."""
     name = url.split("?")[0].rsplit("/", 1)[1]
