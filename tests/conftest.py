@@ -125,6 +125,11 @@ def test_database(folder: Path) -> str:
 
 
 def write_config(folder: Path, issuer: str = "http://uma.test", extra: str = "") -> Path:
+    """A config of `folder`, naming its policies.toml (written empty, no rules, unless the test
+    wrote one: a rule file the config names must exist)."""
+    rules = folder / "policies.toml"
+    if not rules.exists():
+        rules.write_text("", encoding="utf-8")
     path = folder / "config.toml"
     # A test's app keeps no idle connection: its database is dropped when the test ends.
     pool = "\n[postgresql]\npool_min = 0\n" if ON_POSTGRESQL else ""

@@ -62,6 +62,10 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
     assert config.server.request_head_timeout == 10
     assert config.server.body_timeout == 30
     assert config.server.channel_timeout == 60
+    assert config.server.idle_timeout == 10
+    assert config.limits.owner_rules_per_owner == 200
+    assert config.limits.conditions_per_rule == 20
+    assert config.limits.rule_value_bytes == 1024
     assert config.url("/rs") == "https://uma.example/rs"
     assert config.server.trusted_proxies == ()
     assert (config.sessions.idle_timeout, config.sessions.absolute_timeout) == (1800, 43200)
@@ -130,6 +134,17 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
             ],
         ),
         (GOOD + "[server]\nhead_timeout = 5\n", ["server.head_timeout: unknown key"]),
+        (GOOD + "[server]\nidle_timeout = 0\n", ["server.idle_timeout: must be greater than 0"]),
+        (
+            GOOD
+            + "[limits]\nowner_rules_per_owner = 0\nconditions_per_rule = -1\n"
+            + "rule_value_bytes = 1.5\n",
+            [
+                "limits.owner_rules_per_owner: must be greater than 0",
+                "limits.conditions_per_rule: must be greater than 0",
+                "limits.rule_value_bytes: must be an integer, not a float",
+            ],
+        ),
         (
             GOOD + '[lifetimes]\nticket = "5m"\n',
             ["lifetimes.ticket: must be an integer, not a string"],

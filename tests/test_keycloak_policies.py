@@ -293,3 +293,23 @@ def test_without_a_realm_there_is_no_policy_api(tmp_path: Path, clock: FakeClock
     (tmp_path / "policies.toml").write_text("", encoding="utf-8")
     plain: Flask = create_app(load_config(write_config(tmp_path)), clock=clock)
     assert plain.test_client().get(POLICIES).status_code == 404
+
+
+def test_a_policy_past_the_rule_limits_is_refused(http: FlaskClient, flow: Flow, rs: Party) -> None:
+    # `[limits] rule_value_bytes` (1,024): the services that store owners' rules check it.
+    reply = create(
+        http, rs, flow.rs_id, {"name": "Bob", "description": "d" * 1025, "users": ["bob"]}
+    )
+    assert reply.status_code == 400, reply.text
+    assert reply.json == {
+        "error": "invalid_request",
+        "error_description": "This description is 1,025 bytes long; at most 1,024 are kept:"
+        " shorten it.",
+    }
+    assert http.get(POLICIES, headers=rs.auth).json == []
+    policy = created(http, rs, flow.rs_id, {"name": "Bob", "users": ["bob"]})
+    wide = {**policy, "roles": [f"role-{n:04}" for n in range(100)]}
+    reply = http.put(f"{POLICIES}/{policy['id']}", json=wide, headers=rs.auth)
+    assert reply.status_code == 400, reply.text
+    assert reply.json["error_description"].startswith("This value is 1,300 bytes long")
+    assert http.get(f"{POLICIES}/{policy['id']}", headers=rs.auth).json == policy

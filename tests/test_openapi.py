@@ -128,7 +128,8 @@ def test_not_advertised_in_the_configuration_document(http: FlaskClient) -> None
 
 def test_every_error_answer_uses_the_shared_error_shape(document: Any) -> None:
     """Every 4xx and 5xx answer documented is `Error`, except the `need_claims` 403 and the
-    uma-ticket grant's 403 (`request_denied` is an `Error`; `need_info` has members beyond it)."""
+    uma-ticket grant's 403 (`request_denied` is an `Error`; `need_info` has members beyond it);
+    `/readyz`'s 503 is an `Error` with its reasons beside it."""
     error = {"$ref": "#/components/schemas/Error"}
     responses = document["components"]["responses"]
     for path, item in document["paths"].items():
@@ -147,6 +148,8 @@ def test_every_error_answer_uses_the_shared_error_shape(document: Any) -> None:
                 elif path == "/token" and status == "403":
                     assert error in schema["anyOf"]
                     assert {"$ref": "#/components/schemas/NeedInfo"} in schema["anyOf"]
+                elif path == "/readyz" and status == "503":  # the reasons beside the error
+                    assert schema["allOf"][0] == error
                 else:
                     assert schema == error, (path, method, status)
             if "requestBody" in operation or path.startswith("/rs/"):

@@ -1,6 +1,6 @@
 """A PostgreSQL database in the config: `database = "postgresql://..."` and `[postgresql]` read and
 checked; `init` creates or upgrades it, `serve` (and every other command) refuses a database of
-another version; `/healthz` says whether the database answers; `db copy` moves an SQLite database
+another version; `/readyz` says whether the database answers (`/healthz` only that the process does); `db copy` moves an SQLite database
 into an empty PostgreSQL one. (The storage contract itself: tests/storage, on both backends.)"""
 
 from __future__ import annotations
@@ -183,18 +183,20 @@ def test_serving_refuses_an_older_schema_and_init_upgrades_it(tmp_path: Path, em
     assert code == 1 and "older than any PostgreSQL database" in err
 
 
-# -- /healthz ----------------------------------------------------------------------------------
+# -- /healthz and /readyz ----------------------------------------------------------------------
 
 
-def test_healthz_answers_when_the_database_does(tmp_path: Path, prepared: str) -> None:
+def test_readyz_answers_when_the_database_does(tmp_path: Path, prepared: str) -> None:
     for database in (prepared, "uma.db"):
         app = create_app(load_config(write(tmp_path, config_text(database))), clock=FakeClock())
+        answer = app.test_client().get("/readyz")
+        assert (answer.status_code, answer.get_json()["status"]) == (200, "ready")
+        assert answer.headers["Cache-Control"] == "no-store"
         answer = app.test_client().get("/healthz")
         assert (answer.status_code, answer.get_json()) == (200, {"status": "ok"})
-        assert answer.headers["Cache-Control"] == "no-store"
 
 
-def test_healthz_and_requests_answer_503_while_the_database_cannot_be_reached(
+def test_readyz_and_requests_answer_503_while_the_database_cannot_be_reached(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     nowhere = f"postgresql://postgres@/uma?host={tmp_path}&port=1"
@@ -205,11 +207,36 @@ def test_healthz_and_requests_answer_503_while_the_database_cannot_be_reached(
         app = create_app(config, clock=FakeClock())  # serves: 503 until it can be reached
     assert "cannot be reached" in caplog.text
     http = app.test_client()
-    for answer in (http.get("/healthz"), http.post("/rpt", headers={"Authorization": "Bearer x"})):
+    for answer in (http.get("/readyz"), http.post("/rpt", headers={"Authorization": "Bearer x"})):
         assert answer.status_code == 503
         assert answer.headers["Retry-After"]
         assert answer.get_json()["error"] == "temporarily_unavailable"
-        assert set(answer.get_json()) == {"error", "error_description"}
+    assert set(answer.get_json()) == {"error", "error_description"}
+    assert http.get("/readyz").get_json()["checks"]["database"] != "ok"
+    assert http.get("/healthz").status_code == 200  # the process answers
+
+
+def test_readyz_answers_503_while_the_database_is_read_only(
+    tmp_path: Path, prepared: str, postgres_cluster: PostgresCluster
+) -> None:
+    """The rolled-back write of /readyz meets what a request that writes would: a database made
+    read-only (as a standby is) is unready, and ready again once it can be written."""
+    http = create_app(
+        load_config(write(tmp_path, config_text(prepared))), clock=FakeClock()
+    ).test_client()
+    assert http.get("/readyz").status_code == 200
+    name = prepared.split("?")[0].rsplit("/", 1)[1]
+    with postgres_cluster.admin() as conn:
+        conn.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    try:
+        answer = http.get("/readyz")
+        assert answer.status_code == 503
+        assert "read-only transaction" in answer.get_json()["checks"]["database"]
+        assert http.get("/healthz").status_code == 200
+    finally:
+        with postgres_cluster.admin() as conn:
+            conn.execute(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
+    assert http.get("/readyz").status_code == 200
 
 
 def _cut_connections(cluster: PostgresCluster, url: str) -> int:
@@ -236,15 +263,15 @@ def test_connections_cut_by_a_restart_are_replaced(
     one = "[postgresql]\npool_min = 1\npool_max = 1\n"  # the same connection every time
     app = create_app(load_config(write(tmp_path, config_text(prepared, one))), clock=FakeClock())
     http = app.test_client()
-    assert http.get("/healthz").status_code == 200
+    assert http.get("/readyz").status_code == 200
 
     monkeypatch.setattr(pool, "IDLE_CHECK", 0.0)  # as if every connection had been idle a while
     assert _cut_connections(postgres_cluster, prepared) >= 1
-    assert http.get("/healthz").status_code == 200
+    assert http.get("/readyz").status_code == 200
 
     monkeypatch.setattr(pool, "IDLE_CHECK", 3600.0)  # as if it had been given back just now
     assert _cut_connections(postgres_cluster, prepared) >= 1
-    assert [http.get("/healthz").status_code for _ in range(3)] == [503, 200, 200]
+    assert [http.get("/readyz").status_code for _ in range(3)] == [503, 200, 200]
 
 
 # -- db copy -----------------------------------------------------------------------------------
@@ -320,15 +347,15 @@ def test_a_database_made_after_the_start_is_served_once_init_has_run(
         tmp_path, config_text(url, "[postgresql]\npool_min = 0\nconnect_timeout = 1\n")
     )
     http = create_app(load_config(config_path), clock=FakeClock()).test_client()
-    assert http.get("/healthz").status_code == 503
+    assert http.get("/readyz").status_code == 503
     with postgres_cluster.admin() as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
     try:
-        answer = http.get("/healthz")
+        answer = http.get("/readyz")
         assert answer.status_code == 503 and answer.headers["Retry-After"]
         code, _, err = invoke(config_path, "init")
         assert code == 0, err
-        assert http.get("/healthz").status_code == 200
+        assert http.get("/readyz").status_code == 200
     finally:
         postgres_cluster.drop(url)
 

@@ -49,7 +49,7 @@ from .pages import (
     rqp_claims,
     untrusted,
 )
-from .policy.store import PolicyStore
+from .policy.store import PolicyStore, require_rule_file
 from .runtime import Runtime, install
 from .services import signing_keys
 from .services.claim_verifiers import ConfiguredVerifiers
@@ -69,12 +69,14 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     created or upgraded (or, when its storage cannot be used now, an ERROR logged and 503s until
     it can). `clock` is where every part of the server reads the time.
 
-    Raises ConfigError, PolicyError, StorageError, ClashingUsernames (a user named like a client's
+    Raises ConfigError, MissingRuleFile (the config names a rule file that is not there),
+    PolicyError, StorageError, ClashingUsernames (a user named like a client's
     own name, from before names were checked) or ValueError (a broken JWKS file) when it cannot
     serve.
     """
     if config is None:
         config = load_config()
+    require_rule_file(config.policies)
     clock = clock or SystemClock()
     app = _App("umaserver")  # the package: its templates, its static files, its logger
     app.request_class = wsgi_request.Request

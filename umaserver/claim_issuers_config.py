@@ -6,6 +6,7 @@ verifies with. Errors go to the reader's list, like every other setting's (`conf
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from .claims.oidc_issuers import DEFAULT_ALGORITHMS, DEFAULT_SCOPES, OidcIssuer
@@ -49,6 +50,17 @@ def saml_idp(reader: TableReader, base: Path) -> SamlIdp | None:
     except ValueError as error:
         reader.errors.append(f"{reader.where}: {error}")
         return None
+
+
+def unchecked_recipients(idps: Sequence[SamlIdp]) -> list[str]:
+    """A warning for each identity provider without `recipients` (`init` and `serve` say them)."""
+    return [
+        f"[[saml_idps]] {idp.entity_id} has no `recipients`: an assertion it made for another"
+        " service is accepted here too (the Recipient of its bearer confirmation is not"
+        " checked). List the assertion consumer URLs of the clients that push its assertions."
+        for idp in idps
+        if not idp.recipients
+    ]
 
 
 def oidc_issuer(reader: TableReader, base: Path) -> OidcIssuer | None:

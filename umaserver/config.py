@@ -51,6 +51,8 @@ class ServerSettings:
     body_timeout: int = 30
     # Seconds an idle connection (between requests) is kept open.
     channel_timeout: int = 60
+    # Seconds an idle connection is kept open while more than half of `connection_limit` is in use.
+    idle_timeout: int = 10
     # Addresses (or networks) of reverse proxies whose X-Forwarded-For is believed.
     trusted_proxies: tuple[str, ...] = ()
 
@@ -65,6 +67,11 @@ class Limits:
     claim_value_bytes: int = 16 * 1024
     # Shares one owner may have at once (issue 25), counted apart from their other rules.
     shares_per_owner: int = 1000
+    # Owners' own rules (issue 27): rules per owner (shares apart), conditions per rule, and the
+    # bytes (UTF-8) of one value, hint, description or name in a rule.
+    owner_rules_per_owner: int = 200
+    conditions_per_rule: int = 20
+    rule_value_bytes: int = 1024
 
 
 @dataclass(frozen=True)
@@ -373,6 +380,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
                 "request_head_timeout",
                 "body_timeout",
                 "channel_timeout",
+                "idle_timeout",
             )
         },
         trusted_proxies=_proxies(section),
@@ -390,6 +398,9 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
                 "claims_per_ticket",
                 "shares_per_owner",
                 "claim_value_bytes",
+                "owner_rules_per_owner",
+                "conditions_per_rule",
+                "rule_value_bytes",
             )
         }
     )

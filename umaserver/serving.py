@@ -14,6 +14,11 @@ waitress's loop asks the channel whether it wants to read: at least once a secon
 (`asyncore_loop_timeout`), whatever the clients do. The defence is per connection, not per
 address: slow clients from one address or from many are closed alike.
 
+An idle keep-alive connection (a request answered, no byte of the next one) is closed by
+waitress after `channel_timeout` (60 s). While more than half of `connection_limit` is in use, the
+channel closes it after `idle_timeout` (10 s) instead, in the same check: otherwise connections
+that make one request and stay silent hold every place for a minute (issue 27, N7).
+
 A request with both `Content-Length` and `Transfer-Encoding` is refused with 400 and its
 connection closed (RFC 9112 6.1): the two framings could smuggle a second request past a proxy.
 """
@@ -171,6 +176,9 @@ class JSONErrorChannel(HTTPChannel):  # type: ignore[misc]
     parser_class = OneFramingParser
     head_timeout: float = ServerSettings.request_head_timeout
     body_timeout: float = ServerSettings.body_timeout
+    idle_timeout: float = ServerSettings.idle_timeout
+    # More open connections than this: idle ones are closed after `idle_timeout`.
+    crowded_above: float = ServerSettings.connection_limit / 2
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._head_from: float | None = time.monotonic()
@@ -211,15 +219,24 @@ class JSONErrorChannel(HTTPChannel):  # type: ignore[misc]
             self._head_from = now if self._head_from is not None else None
             self._body_from = now if self._body_from is not None else None
         request = self.request
-        if request is None or not request.headers_finished:
+        if request is None and self._head_from is None:  # idle between requests
+            if (
+                len(self.server.active_channels) > self.crowded_above
+                and time.time() - self.last_activity > self.idle_timeout
+            ):
+                return self._give_up(
+                    f"idle over {self.idle_timeout:g} s while over half the connection limit"
+                    " was in use"
+                )
+        elif request is None or not request.headers_finished:
             if self._head_from is not None and now - self._head_from > self.head_timeout:
-                return self._give_up("request head", self.head_timeout)
+                return self._give_up(f"its request head took over {self.head_timeout:g} s")
         elif self._body_from is not None and now - self._body_from > self.body_timeout:
-            return self._give_up("request body", self.body_timeout)
+            return self._give_up(f"its request body took over {self.body_timeout:g} s")
         return bool(super().readable())
 
-    def _give_up(self, part: str, seconds: float) -> bool:
-        log.info("closed a connection from %s: its %s took over %g s", self.addr, part, seconds)
+    def _give_up(self, reason: str) -> bool:
+        log.info("closed a connection from %s: %s", self.addr, reason)
         self._head_from = self._body_from = None
         self.will_close = True  # waitress's loop closes it when it asks `writable`
         return False
@@ -233,6 +250,8 @@ def make_server(app: Flask, max_body_bytes: int, settings: ServerSettings) -> An
         {
             "head_timeout": settings.request_head_timeout,
             "body_timeout": settings.body_timeout,
+            "idle_timeout": settings.idle_timeout,
+            "crowded_above": settings.connection_limit / 2,
         },
     )
     server = create_server(

@@ -26,6 +26,7 @@ from ..errors import APIError, InvalidRequest, InvalidScope, NotFound, Unsupport
 from ..runtime import runtime
 from ..services import keycloak_policies as policies
 from ..services.owner_rules import OwnerRulesDisabled, delete_owner_rule
+from ..services.rule_limits import RuleTooLarge, from_config
 from ..storage.per_request import storage
 from ..storage.records import AccessToken
 from .bearer import PROTECTION_SCOPE, authenticate
@@ -123,10 +124,18 @@ def item(item_id: str) -> Response:
         body = read_json_object()
         try:
             created = policies.create(
-                store, body, owner=owner, resource_set=resource_set, now=now, enabled=enabled
+                store,
+                body,
+                owner=owner,
+                resource_set=resource_set,
+                now=now,
+                enabled=enabled,
+                limits=from_config(runtime().config.limits),
             )
         except policies.PolicyRefused as error:
             raise _refused(error) from None
+        except RuleTooLarge as error:
+            raise InvalidRequest(str(error)) from None
         return json_response(created.representation())
     policy = _one(pat, owner, item_id)  # the path names the policy
     if request.method == "GET":
@@ -140,10 +149,18 @@ def item(item_id: str) -> Response:
     body = read_json_object()
     try:
         replaced = policies.update(
-            store, policy, body, resource_set=resource_set, now=now, enabled=enabled
+            store,
+            policy,
+            body,
+            resource_set=resource_set,
+            now=now,
+            enabled=enabled,
+            limits=from_config(runtime().config.limits),
         )
     except policies.PolicyRefused as error:
         raise _refused(error) from None
+    except RuleTooLarge as error:
+        raise InvalidRequest(str(error)) from None
     if not replaced:
         raise NotFound("No policy with this id is kept for this owner and resource server.")
     return _empty(200)

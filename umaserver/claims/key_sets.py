@@ -72,6 +72,21 @@ class KeySets:
         with self._lock:
             return self._key_sets.get(issuer)
 
+    def fetch_states(self) -> dict[str, str]:
+        """By issuer, where its keys stand (`/readyz`): `file` (read at start), `fetched`,
+        `fetch failed` (attempted, nothing fetched yet) or `not attempted` (the first fetch has
+        not ended yet)."""
+        with self._lock:
+            states = {issuer: "file" for issuer in self._key_sets if issuer not in self._uris}
+            for issuer in self._uris:
+                if issuer in self._fetched_at:
+                    states[issuer] = "fetched"
+                elif issuer in self._last_attempt:
+                    states[issuer] = "fetch failed"
+                else:
+                    states[issuer] = "not attempted"
+        return states
+
     def refresh_now(self) -> None:
         """Fetch every `jwks_uri` now, in this thread (for tests and the CLI). Never raises:
         a failed fetch is logged and leaves the keys we had."""

@@ -17,9 +17,11 @@ import click
 from flask import Flask
 
 from ..app_factory import create_app
+from ..claim_issuers_config import unchecked_recipients
 from ..clock import SystemClock
 from ..config import Config, ConfigError, load_config
 from ..policy.rule_file import PolicyError
+from ..policy.store import MissingRuleFile, require_rule_file
 from ..services import accounts, database, signing_keys
 from ..storage import (
     Storage,
@@ -110,12 +112,20 @@ def main(ctx: click.Context, config_path: str | None) -> None:
 @click.pass_context
 def init(ctx: click.Context) -> None:
     """Create or upgrade the database (safe to run twice; back it up before an upgrade)."""
-    emit(initialise(_config(ctx)))
+    config = _config(ctx)
+    for warning in unchecked_recipients(config.saml_idps):
+        click.echo(f"Warning: {warning}", err=True)
+    emit(initialise(config))
 
 
 def initialise(config: Config) -> dict[str, object]:
     """What `init` does (`dev` too): the database prepared and writable, and the signing key of
-    JWT RPTs made; what it found and left."""
+    JWT RPTs made; what it found and left. A rule file named but missing stops it, as it stops
+    `serve`."""
+    try:
+        require_rule_file(config.policies)
+    except MissingRuleFile as error:
+        fail(str(error))
     found, left = _prepare(config)
     problem = write_problem(config.database, config.postgresql)
     if problem is not None:
@@ -163,7 +173,10 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
     from ..serving import configure_logging
 
     configure_logging()
-    run_server(_config(ctx), host, port, threads)
+    config = _config(ctx)
+    for warning in unchecked_recipients(config.saml_idps):
+        logging.getLogger("umaserver").warning("%s", warning)
+    run_server(config, host, port, threads)
 
 
 def run_server(
@@ -231,6 +244,8 @@ def run_server(
 def _app(config: Config) -> Flask:
     try:
         return create_app(config, clock=CLOCK)  # the command line's clock, the served app's too
+    except MissingRuleFile as error:
+        fail(str(error))
     except PolicyError as error:
         fail(f"The rule file {config.policies} is broken:\n{error}")
     except accounts.ClashingUsernames as error:

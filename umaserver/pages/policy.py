@@ -45,6 +45,7 @@ from ..services import (
     owner_permissions,
     owner_rule_form,
     owner_rules,
+    rule_limits,
     shares,
 )
 from ..storage.per_request import storage
@@ -241,14 +242,20 @@ def add_rule(rs_id: str) -> BaseResponse:
     fields = rule_fields()
     if ADD_ROW in request.form:
         return _render_set(user, resource_set, rule_form=RuleForm(fields, extra_rows=1))
+    limits = rule_limits.from_config(runtime().config.limits)
     try:
-        rule = owner_rule_form.rule_from_form(user.username, resource_set.id, fields)
+        rule = owner_rule_form.rule_from_form(user.username, resource_set.id, fields, limits=limits)
+        # services.owner_rules logs the change (one line).
+        owner_rules.add_owner_rule(
+            storage(), user.username, rule, runtime().clock.now(), limits=limits
+        )
     except owner_rule_form.RuleFormError as refused:
         return _render_set(
             user, resource_set, status=400, rule_form=RuleForm(fields, refused.errors)
         )
-    # services.owner_rules logs the change (one line).
-    owner_rules.add_owner_rule(storage(), user.username, rule, runtime().clock.now())
+    except rule_limits.RuleTooLarge as refused:
+        errors = owner_rule_form.limit_errors(refused.excesses)
+        return _render_set(user, resource_set, status=400, rule_form=RuleForm(fields, errors))
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 
@@ -306,19 +313,25 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
     fields = rule_fields()
     if ADD_ROW in request.form:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, extra_rows=1))
+    limits = rule_limits.from_config(runtime().config.limits)
     try:
-        rule = owner_rule_form.rule_from_form(user.username, resource_set.id, fields, rule_id)
+        rule = owner_rule_form.rule_from_form(
+            user.username, resource_set.id, fields, rule_id, limits
+        )
     except owner_rule_form.RuleFormError as refused:
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, refused.errors), 400)
     # A rule made through Keycloak's policy API keeps its name.
     now = runtime().clock.now()
     try:
         if not owner_rules.replace_owner_rule(
-            storage(), user.username, rule, now, name=existing.name
+            storage(), user.username, rule, now, name=existing.name, limits=limits
         ):
             abort(404)
     except owner_rules.ShareRule as share:
         abort(400, description=str(share))
+    except rule_limits.RuleTooLarge as refused:  # its name, from Keycloak's policy API
+        errors = owner_rule_form.limit_errors(refused.excesses)
+        return _render_edit(user, resource_set, rule_id, RuleForm(fields, errors), 400)
     return redirect(_set_page(rs_id) + "#own-rules", 303)
 
 

@@ -155,7 +155,10 @@ class RuleForm:
         self.errors = dict(errors or {})
         indices = [int(m.group(1)) for m in map(_ROW_FIELD.fullmatch, self.fields) if m]
         shown = max(indices) + 1 if indices else 0
-        self.rows = list(range(min(max(shown + extra_rows, 1), MAX_ROWS)))
+        # Rows sent past the form's own (a rule refused for having too many conditions) are
+        # shown too, so that nothing typed is lost, up to a bound.
+        most = min(max(shown, MAX_ROWS), 5 * MAX_ROWS)
+        self.rows = list(range(min(max(shown + extra_rows, 1), most)))
         self.operators = OPERATORS
 
     @classmethod

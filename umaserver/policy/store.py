@@ -5,7 +5,9 @@ most once per `check_interval` by a thread of its own (`start`, `stop`): a reque
 parses the file, it goes on with the rules in force however long a parse takes. A changed file is
 parsed and swapped in whole; a broken one is logged and the rules from before stay in force, so a
 typo in an edit never opens or closes every resource set. A file that disappears means no rules:
-every request is denied, which fails closed.
+every request is denied, which fails closed. A server does not start without its file
+(`require_rule_file`, called by `create_app`): a path mistyped in the config would otherwise serve,
+silently, with nothing accessible; an empty file is the way to say "no rules from a file".
 
 Replace the file atomically (write a temporary file, then rename it over the old one): a file read
 halfway through a non-atomic write can be valid TOML that lacks the rest of a rule.
@@ -46,6 +48,24 @@ def _stamp(path: Path) -> _Stamp:
     return (found.st_dev, found.st_ino, found.st_mtime_ns, found.st_size)
 
 
+class MissingRuleFile(Exception):
+    """The config names a rule file that is not there; the message is a sentence naming it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            f"The rule file {path} (`policies` in the config) does not exist: create it (an empty"
+            " file means no rules from it, only owners' own rules), or name the right one."
+        )
+        self.path = path
+
+
+def require_rule_file(path: Path) -> None:
+    """Raises MissingRuleFile when there is nothing at `path` (a file that cannot be read is
+    said by the reader)."""
+    if _stamp(path) is None:
+        raise MissingRuleFile(path)
+
+
 class PolicyStore(BackgroundJob):
     """The current rules of one rule file; `rules` is safe to read from any thread and never
     waits. `start` begins watching the file on a daemon thread; `stop` ends it."""
@@ -76,6 +96,19 @@ class PolicyStore(BackgroundJob):
     @property
     def rules(self) -> RuleSet:
         return self._rules
+
+    def problem(self) -> str | None:
+        """Why the rules in force may not be the file's now (`/readyz`), looked at afresh: the
+        file is gone (no rules from it are in force), cannot be looked at, or came back and has
+        not been read since; None when it is there (a broken change keeps the rules before)."""
+        stamp = _stamp(self._path)
+        if stamp is None:
+            return f"the rule file {self._path} is gone: no rules from it are in force"
+        if isinstance(stamp, str):
+            return f"the rule file {self._path}: {stamp}"
+        if self._stamp is None:  # seen gone, and not read again since it came back
+            return f"the rule file {self._path} is back but not loaded yet"
+        return None
 
     def check(self) -> None:
         """Looks at the file now, whatever the interval, and reloads it if it changed."""

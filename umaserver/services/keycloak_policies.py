@@ -36,6 +36,7 @@ from ..policy.rules import Rule
 from ..storage import Storage
 from ..storage.records import ResourceSet
 from . import owner_rules
+from .rule_limits import DEFAULT_LIMITS, RuleLimits
 
 # The members a policy is written with, and those it reads back with too.
 WRITTEN = ("name", "description", "scopes", "users", "roles", "groups", "clients")
@@ -232,6 +233,7 @@ def create(
     resource_set: ResourceSet,
     now: int,
     enabled: bool,
+    limits: RuleLimits = DEFAULT_LIMITS,
 ) -> Policy:
     """Stores the policy `body` as a new rule of `owner` on `resource_set`. Raises PolicyRefused,
     owner_rules.OwnerRulesDisabled."""
@@ -242,7 +244,7 @@ def create(
     rule, name = policy_rule(
         body, owner=owner, resource_set=resource_set, rule_id=owner_rules.new_rule_id()
     )
-    owner_rules.add_owner_rule(storage, owner, rule, now, name=name)
+    owner_rules.add_owner_rule(storage, owner, rule, now, name=name, limits=limits)
     return Policy(rule, name, resource_set.id)
 
 
@@ -254,12 +256,13 @@ def update(
     resource_set: ResourceSet,
     now: int,
     enabled: bool,
+    limits: RuleLimits = DEFAULT_LIMITS,
 ) -> bool:
     """Replaces `policy` (on the same set) with the policy `body`; False when it is gone. Raises
-    PolicyRefused, owner_rules.OwnerRulesDisabled."""
+    PolicyRefused, owner_rules.OwnerRulesDisabled, RuleTooLarge (past `limits`)."""
     if not enabled:
         raise owner_rules.OwnerRulesDisabled()
     rule, name = policy_rule(
         body, owner=policy.rule.owner, resource_set=resource_set, rule_id=policy.rule.id
     )
-    return owner_rules.replace_owner_rule(storage, rule.owner, rule, now, name=name)
+    return owner_rules.replace_owner_rule(storage, rule.owner, rule, now, name=name, limits=limits)

@@ -39,6 +39,7 @@ from .. import strict_json
 from ..policy.rule_file import OPERATORS, PolicyError, parse_rule_table
 from ..policy.rules import Rule
 from .owner_rules import new_rule_id
+from .rule_limits import Excess, RuleLimits, excesses
 
 COVERAGES = ("this", "all", "type")
 # The place the reader's messages name for a rule of the form.
@@ -55,10 +56,15 @@ class RuleFormError(Exception):
 
 
 def rule_from_form(
-    owner: str, resource_set_id: str, form: Mapping[str, Sequence[str]], rule_id: str | None = None
+    owner: str,
+    resource_set_id: str,
+    form: Mapping[str, Sequence[str]],
+    rule_id: str | None = None,
+    limits: RuleLimits | None = None,
 ) -> Rule:
     """A rule of `owner` from the form's fields (each a list of values, as
-    `request.form.to_dict(flat=False)`); a new id when `rule_id` is None. Raises RuleFormError."""
+    `request.form.to_dict(flat=False)`); a new id when `rule_id` is None. Raises RuleFormError,
+    also for a rule past `limits` (the config's; `services.owner_rules` checks them again)."""
     errors: dict[str, str] = {}
 
     def one(name: str, strip: bool = True) -> str:
@@ -129,7 +135,26 @@ def rule_from_form(
         raise RuleFormError(_for_owner(errors, operators)) from None
     if errors:
         raise RuleFormError(_for_owner(errors, operators))
+    if limits is not None:
+        found = excesses(rule, limits)
+        if found:
+            raise RuleFormError(limit_errors(found, rows))
     return rule
+
+
+def limit_errors(found: Sequence[Excess], rows: Sequence[int] = ()) -> dict[str, str]:
+    """The limits' sentences (`rule_limits`) on the form's fields: a condition's on its row
+    (`rows`: the form's row of each condition), the count of rules on the form as a whole."""
+    errors: dict[str, str] = {}
+    for excess in found:
+        name = ""
+        if excess.part == "description":
+            name = "description"
+        elif excess.condition is not None and excess.condition < len(rows):
+            part = "claim" if excess.part == "conditions" else excess.part
+            name = f"conditions-{rows[excess.condition]}-{part}"
+        errors.setdefault(name, excess.message)
+    return errors
 
 
 # What the form's own checks say before they are put for the owner.

@@ -32,6 +32,8 @@ from ..policy.rule_file import (
 from ..policy.rules import Rule, RuleSet
 from ..storage import Storage
 from ..storage.records import StoredOwnerRule
+from . import rule_limits
+from .rule_limits import DEFAULT_LIMITS, RuleLimits
 
 log = logging.getLogger("umaserver.policy")
 
@@ -147,14 +149,28 @@ def add_owner_rule(
     *,
     enabled: bool = True,
     name: str | None = None,
+    limits: RuleLimits | None = DEFAULT_LIMITS,
 ) -> None:
     """Stores `rule` (from `owner_rule_form.rule_from_form`) as a new rule of `owner`. Raises OwnerRulesDisabled,
-    LookupError (no such user), ValueError (not a new owner's rule of `owner`)."""
+    LookupError (no such user), ValueError (not a new owner's rule of `owner`), RuleTooLarge
+    (past `limits`, the config's `[limits]`; None only for a share, which `services.shares`
+    counts under its own limit)."""
     if not enabled:
         raise OwnerRulesDisabled()
     table = _checked_table(owner, rule, name)
-    if not storage.add_owner_rule(rule.id, _user_sub(storage, owner), table, now):
-        raise ValueError(f"the rule id {rule.id!r} is taken")
+    user_sub = _user_sub(storage, owner)
+    if limits is not None:
+        rule_limits.check(rule, limits, name)
+    with storage.transaction():
+        if not storage.add_owner_rule(rule.id, user_sub, table, now):
+            raise ValueError(f"the rule id {rule.id!r} is taken")
+        if limits is not None:
+            # Counted after adding, in the same transaction (raising rolls the rule back): adding
+            # bumps the owner's version, which waits for any other transaction adding a rule of
+            # this owner to end, so two that both saw one place left cannot both keep theirs.
+            own = len(storage.owner_rules_of(user_sub)) - storage.count_shares(user_sub)
+            if own > limits.rules_per_owner:
+                raise rule_limits.too_many_rules(limits)
     _log("added", owner, rule)
 
 
@@ -166,12 +182,15 @@ def replace_owner_rule(
     *,
     enabled: bool = True,
     name: str | None = None,
+    limits: RuleLimits = DEFAULT_LIMITS,
 ) -> bool:
     """Replaces the rule of `owner` with `rule`'s id. False when `owner` has no rule of that id.
-    Raises OwnerRulesDisabled, LookupError, ValueError as `add_owner_rule`, ShareRule."""
+    Raises OwnerRulesDisabled, LookupError, ValueError, RuleTooLarge as `add_owner_rule`,
+    ShareRule."""
     if not enabled:
         raise OwnerRulesDisabled()
     table = _checked_table(owner, rule, name)
+    rule_limits.check(rule, limits, name)
     user_sub = _user_sub(storage, owner)
     with storage.transaction():
         if storage.get_share(user_sub, rule.id) is not None:

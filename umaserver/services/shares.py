@@ -193,7 +193,8 @@ def share(
         if storage.count_shares(user.sub) >= limit:
             raise TooManyShares(limit)
         # A share is not one of the rules `[policies] owner_rules` turns off.
-        owner_rules.add_owner_rule(storage, owner, rule, now, enabled=True)
+        # Nor do shares count under `[limits] owner_rules_per_owner`: `limit` above counts them.
+        owner_rules.add_owner_rule(storage, owner, rule, now, enabled=True, limits=None)
         if not storage.add_share(made):
             raise RuntimeError(f"the rule {rule_id!r} was not there to mark as a share")
         access_history.record_share(

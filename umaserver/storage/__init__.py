@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from pathlib import Path
 
 from . import postgresql
@@ -41,6 +42,7 @@ __all__ = [
     "is_postgresql",
     "open_storage",
     "prepare_database",
+    "readiness_problem",
     "write_problem",
 ]
 
@@ -139,4 +141,48 @@ def write_problem(database: Database, settings: PostgreSQLSettings | None = None
     free = stat.f_bavail * stat.f_frsize
     if free < MIN_FREE_BYTES:
         return f"the file system holding it has {free} bytes free"
+    return None
+
+
+# Seconds a readiness probe waits for SQLite's write lock or PostgreSQL's connection.
+PROBE_TIMEOUT = 1
+
+
+def readiness_problem(database: Database, settings: PostgreSQLSettings | None = None) -> str | None:
+    """Why the database would not serve a request that writes right now, or None, asked afresh
+    each time (`/readyz`): a read and a write in a transaction that is rolled back, waiting at
+    most PROBE_TIMEOUT for a lock or a connection. SQLite also: the file and its folder keep a
+    write bit for someone (`mode & 0o222`), since a process running as root writes through a
+    0444 file and SQLite alone would not notice."""
+    if is_postgresql(database):
+        from .postgresql import database as postgresql_database
+
+        return postgresql_database.write_problem(
+            str(database), min(_timeout(settings), PROBE_TIMEOUT), PROBE_TIMEOUT * 1000
+        )
+    path = Path(database)
+    for where in (path.parent, path):
+        try:
+            mode = where.stat().st_mode
+        except OSError as error:
+            return f"cannot look at {where}: {error.strerror or error}"
+        if not mode & 0o222:
+            return f"{where} is read-only (mode {stat.S_IMODE(mode):o})"
+    try:
+        # mode=rw: a missing file is an error here, never created.
+        conn = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=rw",
+            uri=True,
+            timeout=PROBE_TIMEOUT,
+            isolation_level=None,
+        )
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()
+            conn.execute("UPDATE schema_migrations SET applied_at = applied_at WHERE version < 0")
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+    except sqlite3.Error as error:
+        return str(error)
     return None

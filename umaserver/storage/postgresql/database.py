@@ -130,15 +130,21 @@ def check_database(url: str, connect_timeout: int = CONNECT_TIMEOUT) -> int:
         conn.close()
 
 
-def write_problem(url: str, connect_timeout: int = CONNECT_TIMEOUT) -> str | None:
+def write_problem(
+    url: str, connect_timeout: int = CONNECT_TIMEOUT, lock_timeout_ms: int | None = None
+) -> str | None:
     """Why the database cannot be written right now, or None: a write that is rolled back (a
-    read-only standby, a missing privilege, a server that cannot be reached)."""
+    read-only standby, a missing privilege, a server that cannot be reached). `lock_timeout_ms`:
+    how long the write may wait for a lock (a migration holding the table; None: as long as it
+    takes)."""
     try:
         conn = connect(url, connect_timeout)
     except StorageUnavailable as error:
         return str(error)
     try:
         with conn.transaction(force_rollback=True):
+            if lock_timeout_ms is not None:
+                conn.execute(f"SET LOCAL lock_timeout = {int(lock_timeout_ms)}")
             # Changes no row, yet a read-only server or a missing privilege refuses it.
             conn.execute("UPDATE schema_migrations SET applied_at = applied_at WHERE version < 0")
     except psycopg.Error as error:
