@@ -24,6 +24,7 @@ from .api import (
     keycloak_realm,
     keycloak_resources,
     metadata,
+    metrics,
     openapi,
     permissions,
     registration,
@@ -148,6 +149,8 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
 
     error_responses.register_error_handlers(app)
     app.register_blueprint(health.bp)
+    # `/metrics` and the counts behind it, when `[metrics] enabled` (prometheus_client only then).
+    metrics.init_app(app, config)
     app.after_request(_no_store)
     token.init_app(app, config.lifetimes.access_token)
     revocation.init_app(app)

@@ -162,8 +162,9 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
     """Initialise the database and serve with waitress."""
     from ..serving import configure_logging
 
-    configure_logging()
-    run_server(_config(ctx), host, port, threads)
+    config = _config(ctx)
+    configure_logging(config.logging.format)
+    run_server(config, host, port, threads)
 
 
 def run_server(
