@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -308,3 +309,46 @@ def _get(port: int, path: str) -> tuple[int, str]:
         return 0, ""
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), body.decode()
+
+
+@pytest.mark.sqlite_only
+def test_requests_the_database_cannot_serve_are_counted(tmp_path: Path, clock: FakeClock) -> None:
+    (tmp_path / "policies.toml").write_text("", encoding="utf-8")
+    (tmp_path / "no-folder").write_text("a file where the database's folder should be")
+    config = load_config(write_config(tmp_path, extra=ON))
+    config = replace(config, database=tmp_path / "no-folder" / "uma.db")  # cannot be opened
+    http = create_app(config, clock).test_client()
+    for _ in range(2):
+        answer = http.get("/rs/resource_set", headers={"Authorization": "Bearer x"})
+        assert answer.status_code == 503
+    found = scrape(http)  # the counts are still read; the queue's length is left out
+    assert found[("umaserver_storage_errors_total", ())] == 2
+    assert requests_of(found, "/rs/resource_set", "503") == 2
+    assert not any(name == "umaserver_fetch_queue_length" for name, _ in found)
+
+
+BUILD = """
+import sys
+from umaserver import create_app
+from umaserver.config import load_config
+create_app(load_config(sys.argv[1]))
+print("prometheus_client" in sys.modules)
+"""
+
+
+@pytest.mark.live
+@pytest.mark.parametrize(("extra", "loaded"), [("", "False"), (ON, "True")])
+def test_prometheus_client_is_imported_only_when_metrics_are_on(
+    tmp_path: Path, extra: str, loaded: str
+) -> None:
+    (tmp_path / "policies.toml").write_text("", encoding="utf-8")
+    config = write_config(tmp_path, extra=extra)
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD, str(config)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.split() == [loaded], done.stderr

@@ -28,9 +28,12 @@ _ISSUED_KINDS = ("ticket", "rpt", "access_token")
 
 
 class Metrics:
-    """The counters of one app. `queue_length` reads the fetch queue's length at each scrape."""
+    """The counters of one app. `queue_length` reads the fetch queue's length at each scrape
+    (None when it cannot: the gauge is left out)."""
 
-    def __init__(self, multiprocess_dir: Path | None, queue_length: Callable[[], int]) -> None:
+    def __init__(
+        self, multiprocess_dir: Path | None, queue_length: Callable[[], int | None]
+    ) -> None:
         self.registry = CollectorRegistry()
         self.multiprocess_dir = multiprocess_dir
         self._queue = _QueueLength(queue_length)
@@ -111,14 +114,17 @@ class _QueueLength(Collector):
     """The fetch queue's length, read from the database when scraped (the database is shared by
     every process: no process need count it)."""
 
-    def __init__(self, read: Callable[[], int]) -> None:
+    def __init__(self, read: Callable[[], int | None]) -> None:
         self._read = read
 
     def collect(self) -> Iterator[Metric]:
+        length = self._read()
+        if length is None:  # the database cannot be read now: the other counts still are
+            return
         yield GaugeMetricFamily(
             "umaserver_fetch_queue_length",
             "URIs waiting to be fetched and checked (due now)",
-            value=self._read(),
+            value=length,
         )
 
     def describe(self) -> Iterator[Metric]:

@@ -27,6 +27,7 @@ from ..config import Config, ConfigError
 from ..errors import APIError
 from ..runtime import runtime
 from ..services.signin import client_address
+from ..storage.errors import StorageUnavailable
 from ..storage.per_request import storage
 
 if TYPE_CHECKING:
@@ -100,8 +101,11 @@ def _ended(_error: BaseException | None) -> None:
         events.current_sink.reset(token)
 
 
-def _queue_length() -> int:
-    return storage().count_due_fetches(runtime().clock.now())
+def _queue_length() -> int | None:
+    try:
+        return storage().count_due_fetches(runtime().clock.now())
+    except StorageUnavailable:  # the scrape still answers, without the gauge
+        return None
 
 
 @bp.get("/metrics")
