@@ -43,6 +43,8 @@ from .flows import (
     Flow,
     live_flow,
 )
+from .test_keycloak_realm import RULES as REALM_RULES
+from .test_keycloak_realm import Realm, jwt_claims
 from .test_uma2_grant import Uma2, doctor
 
 PORTER = {"type": EMPLOYEE, "value": {"role": ["porter"], "staff_id": "s-secret-17"}}
@@ -52,7 +54,15 @@ PHOTOS = {"name": "Photos", "scopes": ["view", "print"], "type": PHOTO_TYPE}
 
 @pytest.fixture
 def rules_text() -> str:
-    return PHOTOS_FOR_DOCTORS_AND_COLLEAGUES
+    return REALM_RULES  # alice's photos for doctors, and her Shared set open to view
+
+
+@pytest.fixture
+def config_path(tmp_path: Path, rules_text: str) -> Path:
+    (tmp_path / "policies.toml").write_text(rules_text, encoding="utf-8")
+    # Keycloak's realm face too, its claim tokens read as employee claims.
+    extra = f'[keycloak]\nrealm = "demo"\nclaim_token_type = "{EMPLOYEE}"\n'
+    return write_config(tmp_path, extra=extra)
 
 
 @pytest.fixture
@@ -129,6 +139,31 @@ def test_a_client_acting_for_itself_is_named_as_such_on_the_uma2_grant(
     assert body["access_token"] not in written and "doctor" not in written.replace(
         "doctors-view", ""
     )
+
+
+def test_keycloaks_ticketless_grant_is_logged_alike(
+    http: FlaskClient, store: Store, rs: Party, log: pytest.LogCaptureFixture
+) -> None:
+    realm = Realm(http, store, rs)
+    doctor_token = jwt_claims({"role": ["doctor"], "staff_id": "s-secret-17"})
+    asked = f"{realm.photos}#view"
+    assert realm.ask(asked, response_mode="decision", **doctor_token)[0] == 200
+    assert realm.ask(f"{realm.photos}#print", response_mode="decision")[0] == 403
+    grant, deny = events_of(log.records, "decision")
+    assert grant == {
+        "decision": "grant",
+        "grant": "uma-ticket-keycloak",
+        "owner": "alice",
+        "resource_set": realm.photos,
+        "scopes": "view",
+        "client": realm.app_id,
+        "party": "bob",
+        "rules": "doctors-view",
+    }
+    assert deny == {**grant, "decision": "deny", "scopes": "print", "rules": "-"}
+    written = "\n".join(json.dumps(line) for line in as_json(log.records))
+    assert doctor_token["claim_token"] not in written and "s-secret-17" not in written
+    assert realm.bob.token not in written
 
 
 def test_a_party_known_by_a_verified_claim_is_named_subject_at_issuer() -> None:
