@@ -352,3 +352,34 @@ def test_prometheus_client_is_imported_only_when_metrics_are_on(
         check=False,
     )
     assert done.stdout.split() == [loaded], done.stderr
+
+
+def test_the_folder_is_emptied_unless_a_running_sibling_wrote_to_it(tmp_path: Path) -> None:
+    from umaserver.metrics import empty_folder
+
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], **QUIET)
+    dead = ended.stdout.strip()
+    (tmp_path / f"counter_{dead}.db").write_bytes(b"old")
+    (tmp_path / "notes.txt").write_text("not prometheus_client's")
+    empty_folder(tmp_path)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["notes.txt"]
+    # A worker that started first (this test's parent process stands for it) keeps its counts,
+    # and so does a previous run's file listed with it: the next start removes it.
+    (tmp_path / f"counter_{dead}.db").write_bytes(b"old")
+    (tmp_path / f"histogram_{os.getppid()}.db").write_bytes(b"a sibling's")
+    empty_folder(tmp_path)
+    assert len(list(tmp_path.glob("*.db"))) == 2
+
+
+def test_multiprocess_mode_refuses_to_start_half_on(tmp_path: Path, clock: FakeClock) -> None:
+    # Here prometheus_client was imported without PROMETHEUS_MULTIPROC_DIR: its values would stay
+    # in this process, and a scrape would add up nothing of the others'.
+    assert "PROMETHEUS_MULTIPROC_DIR" not in os.environ
+    (tmp_path / "policies.toml").write_text("", encoding="utf-8")
+    extra = ON + 'multiprocess_dir = "metrics"\n'
+    with pytest.raises(ConfigError) as raised:
+        create_app(load_config(write_config(tmp_path, extra=extra)), clock)
+    assert "prometheus_client was imported before the app was built" in str(raised.value.errors)
+
+
+QUIET: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 60, "check": True}

@@ -85,6 +85,9 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
     logging.getLogger("umaserver").setLevel(logging.INFO)
+    # `/metrics` and the counts behind it, when `[metrics] enabled` (prometheus_client only then),
+    # before any thread starts: a multiprocess mode that cannot be turned on stops the build.
+    metrics.init_app(app, config)
 
     opener: Opener | PostgreSQLOpener
     if is_postgresql(config.database):  # its version is checked, never changed (`init` does)
@@ -149,8 +152,6 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
 
     error_responses.register_error_handlers(app)
     app.register_blueprint(health.bp)
-    # `/metrics` and the counts behind it, when `[metrics] enabled` (prometheus_client only then).
-    metrics.init_app(app, config)
     app.after_request(_no_store)
     token.init_app(app, config.lifetimes.access_token)
     revocation.init_app(app)
