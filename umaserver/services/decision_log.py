@@ -1,5 +1,5 @@
 """The operator's line for each decision (issue 27, item 9), shared by UMA 1.0's authorization
-request and UMA 2.0's grant: who asked (the requesting party as operators know them), for what,
+request, UMA 2.0's grant and Keycloak's ticketless grant: who asked (the requesting party as operators know them), for what,
 of whom, and which rules decided. Never a claim value: the party is named by username, or by
 subject@issuer of a verified or gathered claim, or as the token names them."""
 
