@@ -9,8 +9,10 @@
 from __future__ import annotations
 
 from umaserver import create_app
+from umaserver.config import load_config
 from umaserver.serving import configure_logging, freeze_startup_objects
 
-configure_logging()
-app = create_app()
+config = load_config()
+configure_logging(config.logging.format)
+app = create_app(config)
 freeze_startup_objects()

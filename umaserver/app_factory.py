@@ -24,6 +24,7 @@ from .api import (
     keycloak_realm,
     keycloak_resources,
     metadata,
+    metrics,
     openapi,
     permissions,
     registration,
@@ -88,6 +89,9 @@ def create_app(config: Config | None = None, clock: Clock | None = None) -> Flas
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
     logging.getLogger("umaserver").setLevel(logging.INFO)
+    # `/metrics` and the counts behind it, when `[metrics] enabled` (prometheus_client only then),
+    # before any thread starts: a multiprocess mode that cannot be turned on stops the build.
+    metrics.init_app(app, config)
 
     opener: Opener | PostgreSQLOpener
     if is_postgresql(config.database):  # its version is checked, never changed (`init` does)

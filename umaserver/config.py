@@ -19,6 +19,7 @@ from .claim_issuers_config import oidc_issuer, saml_idp
 from .claims.model import ACCOUNT_CLAIM_TYPE
 from .claims.oidc_issuers import OidcIssuer
 from .claims.saml import SamlIdp
+from .operations_config import LoggingSettings, MetricsSettings, logging_settings, metrics_settings
 from .sharing_config import MailSettings, SharingSettings, mail_settings, sharing_settings
 from .storage import Database, PostgreSQLSettings, is_postgresql
 from .storage.postgresql import MISSING_DRIVER, driver_missing
@@ -205,6 +206,9 @@ class Config:
     # table is absent, and notices show on the pages only).
     sharing: SharingSettings = field(default_factory=SharingSettings)
     mail: MailSettings | None = None
+    # `[metrics]`: the Prometheus endpoint; `[logging]`: how log lines are written.
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
+    logging: LoggingSettings = field(default_factory=LoggingSettings)
     # `[postgresql]`: the connections of a PostgreSQL database (only with a postgresql:// URL).
     postgresql: PostgreSQLSettings = field(default_factory=PostgreSQLSettings)
     saml_idps: tuple[SamlIdp, ...] = ()
@@ -511,6 +515,8 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     mail_present = "mail" in top.table  # an empty [mail] still asks for a host
     mail = mail_settings(top.section("mail"), mail_present, base)
     postgresql = _postgresql(top.section("postgresql"), database)
+    metrics = metrics_settings(top.section("metrics"), base)
+    log_settings = logging_settings(top.section("logging"))
     saml_idps = [saml_idp(reader, base) for reader in top.tables("saml_idps")]
     oidc_issuers = [oidc_issuer(reader, base) for reader in top.tables("oidc_issuers")]
     _no_repeats("saml_idps", [idp.entity_id for idp in saml_idps if idp], "entity_id", errors)
@@ -539,6 +545,8 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         tokens=tokens,
         sharing=sharing,
         mail=mail,
+        metrics=metrics,
+        logging=log_settings,
         postgresql=postgresql,
         saml_idps=tuple(idp for idp in saml_idps if idp is not None),
         oidc_issuers=tuple(issuer for issuer in oidc_issuers if issuer is not None),

@@ -14,6 +14,7 @@ from typing import Any
 from flask import Flask, Response, current_app, has_request_context
 from werkzeug.exceptions import HTTPException
 
+from . import events
 from .errors import APIError, ServerError, StorageUnavailableError
 from .storage.errors import StorageUnavailable
 
@@ -119,7 +120,7 @@ def _render_unexpected(exc: Exception) -> Response:
 def _render_storage_unavailable(exc: StorageUnavailable) -> Response:
     # One line, no traceback: the cause is the storage (read-only, full, failing), not the code,
     # and a traceback per request would bury the one thing the operator must read.
-    log.error("the database cannot be used right now: %s", exc)
+    events.storage_error(str(exc))
     error = StorageUnavailableError()
     return _page(error.status, None, error.headers or {}) or render(error)
 

@@ -42,17 +42,21 @@ from waitress.task import ErrorTask
 
 from .config import ServerSettings
 from .errors import echo
+from .events import JsonFormatter
 
 log = logging.getLogger("umaserver.serving")
 
 _CODES = {500: "server_error"}
 
 
-def configure_logging() -> None:
-    """Where a serving process writes its log: INFO and above to stderr, one line each.
+def configure_logging(form: str = "text") -> None:
+    """Where a serving process writes its log: INFO and above to stderr, one line each: words
+    (`form` "text"), or one JSON object per line ("json": `time`, `level`, `logger`, `message`
+    and the fields of the event the line reports, `events.JsonFormatter`).
 
-    Decisions, rule-file reloads and key fetches are logged at INFO (never a token or a claim
-    value). A host that has configured logging already keeps its own set-up.
+    Decisions, resource sets registered or deleted, rule-file reloads and key fetches are logged
+    at INFO (never a token or a claim value). A host that has configured logging already keeps
+    its own set-up.
     """
     configured_here = not logging.getLogger().handlers
     logging.basicConfig(
@@ -60,6 +64,9 @@ def configure_logging() -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if configured_here and form == "json":
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonFormatter())
     if configured_here:
         # The format above names no thread, process or source line: a record need not look them
         # up (the "Optimization" settings of the logging documentation). A token and a decision

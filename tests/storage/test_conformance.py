@@ -1846,6 +1846,18 @@ def test_a_uri_is_queued_once_per_kind(store: Storage) -> None:
     assert store.get_fetched_uri(SCOPE_URI, "image") is None
 
 
+def test_the_fetch_queue_counts_the_rows_due(store: Storage) -> None:
+    assert store.count_due_fetches(T) == 0
+    store.queue_uri("https://a.example/1", "page", "a", T)
+    store.queue_uri("https://a.example/2", "image", "b", T + 5)
+    assert store.count_due_fetches(T) == 1
+    assert store.count_due_fetches(T + 5) == 2
+    store.claim_fetch_work(T + 5, T + 40, 1)  # being fetched: still due until it is checked
+    assert store.count_due_fetches(T + 5) == 2
+    store.record_fetch_failure("a", T + 40, T + 6, T + 100, "timeout")
+    assert store.count_due_fetches(T + 6) == 1
+
+
 def test_due_work_is_claimed_once_until_its_lease_ends(store: Storage) -> None:
     store.queue_uri("https://a.example/1", "page", "a", T)
     store.queue_uri("https://a.example/2", "page", "b", T + 5)

@@ -172,8 +172,8 @@ def serve(ctx: click.Context, host: str | None, port: int | None, threads: int |
     """Initialise the database and serve with waitress."""
     from ..serving import configure_logging
 
-    configure_logging()
     config = _config(ctx)
+    configure_logging(config.logging.format)
     for warning in unchecked_recipients(config.saml_idps):
         logging.getLogger("umaserver").warning("%s", warning)
     run_server(config, host, port, threads)

@@ -99,7 +99,7 @@ def dev(
         config, config_file, temporary = _dev_config(cleanup, config_path, port, database, policies)
         from ..serving import configure_logging
 
-        configure_logging()
+        configure_logging(config.logging.format)
         initialise(config)
         rows = _apply_seed(config, Path(seed_path)) if seed_path is not None else []
         run_server(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import secrets_at_rest
+from .. import events, secrets_at_rest
 from ..storage import Storage
 from ..storage.records import AccessToken, User
 
@@ -105,6 +105,7 @@ def store_access_token(
             family=family,
         )
     )
+    events.issued("access_token")
 
 
 def find_access_token(storage: Storage, unverified_token: str) -> AccessToken | None:

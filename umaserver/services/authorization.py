@@ -24,7 +24,7 @@ from ..policy.decision import NeededClaim, redirect_label
 from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import AccessToken, Client, Ticket
-from . import access_history, gathering, notices, owner_requests, rpts
+from . import access_history, decision_log, gathering, notices, owner_requests, rpts
 from .account_claims import account_claims
 from .decision import (
     MissingResourceSet,
@@ -235,14 +235,14 @@ def request_authorization(
             username=aat.username,
         )
 
-    log.info(
-        "decision=%s owner=%s resource_set=%s scopes=%s client=%s rules=%s requests=%d",
+    who = decision_log.requesting_party(party, aat.username, claims)
+    decision_log.report(
         outcome.kind,
         owner,
-        ",".join(pair.resource_set_id for pair in ticket.permissions),
-        ";".join(",".join(pair.scopes) for pair in ticket.permissions),
+        ticket.permissions,
         client.client_id,
-        ",".join(decision.rule_ids) or "-",
-        requests,
+        who,
+        decision.rule_ids,
+        requests=requests,
     )
     return outcome

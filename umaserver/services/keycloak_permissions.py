@@ -23,9 +23,8 @@ decides them at once with the owners' rules, as Keycloak's token endpoint does.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..claims.model import ClaimsError, ClaimsUnavailable, VerifiedClaims, Verifiers
@@ -34,12 +33,10 @@ from ..errors import APIError, InvalidRequest, InvalidScope, TemporarilyUnavaila
 from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import Claim, Client, RequestedPermission, ResourceSet, Rpt
-from . import access_history, notices, owner_requests
+from . import access_history, decision_log, notices, owner_requests
 from .decision import RulesFor, Supplier, decide_ticket, owner_name
 from .signing_keys import JwtRpts
 from .uma_grant import Answer, grant_rpt, own_rpt, read_claim_token
-
-log = logging.getLogger("umaserver.decisions")
 
 RESPONSE_MODES = ("decision", "permissions")
 # `#S` looks at this many of the audience's sets at most (oldest first).
@@ -161,6 +158,15 @@ class Granted(NamedTuple):
     ends_at: int | None = None
 
 
+@dataclass
+class Seen:
+    """What deciding a ticketless request met, for its log line: the owners of the sets, and
+    the rules that granted (in the order they did)."""
+
+    owners: set[str] = field(default_factory=set)
+    rules: list[str] = field(default_factory=list)
+
+
 def decide_permissions(
     storage: Storage,
     rules: RulesFor,
@@ -169,9 +175,10 @@ def decide_permissions(
     claims: Sequence[Claim],
     pairs: Sequence[RequestedPermission],
     now: int | None = None,
+    seen: Seen | None = None,
 ) -> tuple[list[Granted], bool]:
     """What is granted of the pairs (each set's owner's rules deciding), and whether every pair
-    is granted whole."""
+    is granted whole. The sets' owners and the rules that granted are added to `seen`."""
     granted: list[Granted] = []
     whole = True
     for pair in pairs:
@@ -180,6 +187,8 @@ def decide_permissions(
             whole = False
             continue
         owner = owner_name(storage, resource_set.owner)
+        if seen is not None:
+            seen.owners.add(owner)
         owned = rules(storage, owner)
         asked = [pair.scopes, *((scope,) for scope in pair.scopes if len(pair.scopes) > 1)]
         kept: list[str] = []
@@ -188,6 +197,8 @@ def decide_permissions(
             request = [RequestedPermission(resource_set.id, scopes)]
             decision = decide_ticket(storage, owned, owner, request, client, party, claims, now=now)
             if decision.outcome == "grant":
+                if seen is not None:
+                    seen.rules.extend(d for d in decision.rule_ids if d not in seen.rules)
                 kept.extend(scopes)
                 ends.extend(p.ends_at for p in decision.granted() if p.ends_at is not None)
                 if scopes == pair.scopes:
@@ -236,7 +247,10 @@ def request_permissions(
         upgrading = (
             own_rpt(storage, unverified_rpt, client, now, rpt_keys) if unverified_rpt else None
         )
-        granted, whole = decide_permissions(storage, rules, supplier, party, claims, pairs, now)
+        seen = Seen()
+        granted, whole = decide_permissions(
+            storage, rules, supplier, party, claims, pairs, now, seen
+        )
         asked: set[str] = set()
         if submit_request and not whole and sharing is not None:
             asked = _ask_owners(storage, sharing, client, party, pairs, granted, now, outbox)
@@ -245,14 +259,14 @@ def request_permissions(
             unverified_rpt, now, lifetimes, rpt_keys[0], jwt, rpt_issuer,
         )  # fmt: skip
         _record(storage, client, party, pairs, granted, answer, response_mode, now, asked)
-    log.info(
-        "decision=%s grant=uma-ticket form=keycloak audience=%s resource_sets=%s client=%s"
-        " response_mode=%s",
+    decision_log.report(
         "grant" if answer.status == 200 else "deny",
-        audience,
-        ",".join(pair.resource_set_id for pair in pairs),
+        ",".join(sorted(seen.owners)),
+        pairs,
         client.client_id,
-        response_mode or "-",
+        decision_log.party_of(storage, party, claims),
+        seen.rules,
+        grant="uma-ticket-keycloak",
     )
     return answer
 

@@ -8,7 +8,7 @@ from contextlib import nullcontext
 from dataclasses import replace
 from typing import Any
 
-from .. import secrets_at_rest
+from .. import events, secrets_at_rest
 from ..errors import APIError, InvalidRequest, InvalidResourceSetId, InvalidScope, echo
 from ..fetching.queue import queue_resource_set, resource_set_uris
 from ..storage import Storage
@@ -35,7 +35,12 @@ def create_resource_set(
         storage.add_resource_set(resource_set, now)
         # Its scope descriptions and icon are fetched in the background, never here.
         queue_resource_set(storage, description, now)
+    events.resource_set_changed("registered", **_whose(pat, resource_set.id))
     return resource_set
+
+
+def _whose(pat: AccessToken, rs_id: str) -> dict[str, str]:
+    return {"owner": pat.owner_name, "resource_set": rs_id, "client": pat.client_id}
 
 
 def replace_resource_set(
@@ -51,6 +56,7 @@ def replace_resource_set(
         if existing is None:
             return False
         storage.replace_resource_set(rs_id, pat.owner, pat.client_id, description, now)
+        events.resource_set_changed("updated", **_whose(pat, rs_id))
         queue_resource_set(storage, description, now)
         kept = set(description["scopes"])
         if set(existing.scopes) <= kept:
@@ -78,7 +84,10 @@ def replace_resource_set(
 def delete_resource_set(storage: Storage, pat: AccessToken, rs_id: str) -> bool:
     """Deletes one of this owner's and resource server's sets, with the permissions on it; the
     open tickets that ask for it, in any of their pairs, end. False when there is none."""
-    return storage.delete_resource_set(rs_id, pat.owner, pat.client_id)
+    deleted = storage.delete_resource_set(rs_id, pat.owner, pat.client_id)
+    if deleted:
+        events.resource_set_changed("deleted", **_whose(pat, rs_id))
+    return deleted
 
 
 def list_resource_sets(
@@ -211,4 +220,5 @@ def register_permission(
             requesting_party=requesting_party,
         )
     )
+    events.issued("ticket")
     return ticket

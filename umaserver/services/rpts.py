@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .. import secrets_at_rest
+from .. import events, secrets_at_rest
 from ..config import Lifetimes
 from ..storage import Storage
 from ..storage.records import AccessToken, Permission, RequestedPermission, ResourceSet, Rpt
@@ -69,6 +69,7 @@ def issue_rpt(
         hold_aat(storage, aat)
         storage.revoke_rpts_of(aat.digest)
         storage.add_rpt(record)
+        events.issued("rpt")
     return rpt, record
 
 
@@ -96,6 +97,7 @@ def issue_client_rpt(
         expires_at=now + lifetimes.rpt,
     )
     storage.add_rpt(record)
+    events.issued("rpt")
     return rpt, record
 
 
@@ -300,6 +302,7 @@ def mint_jwt(
     )
     with storage.transaction():
         storage.add_rpt(record)
+        events.issued("rpt")
         for rs, permission in sets:
             storage.put_permission(
                 record.digest,

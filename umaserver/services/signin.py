@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .. import secrets_at_rest
+from .. import events, secrets_at_rest
 from ..config import SigninSettings
 from ..storage import Storage
 from ..storage.records import User
@@ -100,8 +100,10 @@ def sign_in(
         with storage.transaction():
             for key in keys:
                 storage.record_signin_failure(key, now)
-        log.info("sign-in failed username=%r address=%s", name, address)
+        events.signin_failed(name, address)
         retry_at = _lock(storage, keys, now, settings)
+        if retry_at:
+            events.locked_out(name, address, retry_at)
         return Outcome("locked", retry_at=retry_at) if retry_at else Outcome("failed")
     with storage.transaction():
         for key in keys:

@@ -40,7 +40,7 @@ from ..policy.decision import NeededClaim
 from ..sharing_config import SharingSettings
 from ..storage import Storage
 from ..storage.records import Claim, Client, Pct, RequestedPermission, ResourceSet, Rpt, Ticket
-from . import access_history, notices, owner_requests, rpts, signing_keys
+from . import access_history, decision_log, notices, owner_requests, rpts, signing_keys
 from .decision import MissingResourceSet, RulesFor, Supplier, decide_ticket, gatherable, owner_name
 from .pushed_claims import (
     MAX_TICKET_REQUESTS,
@@ -288,14 +288,16 @@ def request_rpt(
             party=party,
             pairs=((rs, scopes, d.rule_ids) for rs, scopes, d in decision.pairs),
         )
-    log.info(
-        "decision=%s grant=uma-ticket owner=%s resource_sets=%s client=%s rules=%s requests=%d",
-        answer.body.get("error", "grant") if isinstance(answer.body, dict) else "grant",
+    who = decision_log.party_of(storage, party, claims)
+    decision_log.report(
+        "request_submitted" if said_error == "request_submitted" else said,
         owner,
-        ",".join(pair.resource_set_id for pair in permissions),
+        permissions,
         client.client_id,
-        ",".join(decision.rule_ids) or "-",
-        requests,
+        who,
+        decision.rule_ids,
+        grant="uma-ticket",
+        requests=requests,
     )
     return answer
 

@@ -658,6 +658,11 @@ class FetchedUris(Protocol):
 
     def fetched_uri_by_id(self, row_id: str) -> FetchedUri | None: ...
 
+    def count_due_fetches(self, now: int) -> int:
+        """How many rows are due at `now` (`next_try_at <= now`), being fetched or waiting: the
+        fetch queue's length, for the metrics."""
+        ...
+
     def claim_fetch_work(self, now: int, claimed_until: int, limit: int) -> list[FetchedUri]:
         """Takes at most `limit` rows due at `now` (`next_try_at <= now`, no lease beyond now),
         the longest due first, leasing them until `claimed_until`; what it took."""

@@ -35,6 +35,10 @@ class FetchedUris(Handle):
         row = self._one("SELECT * FROM fetched_uris WHERE id = ?", (row_id,), lock="NO KEY UPDATE")
         return None if row is None else _uri(row)
 
+    def count_due_fetches(self, now: int) -> int:
+        row = self._one("SELECT COUNT(*) AS n FROM fetched_uris WHERE next_try_at <= ?", (now,))
+        return int(row["n"])
+
     def claim_fetch_work(self, now: int, claimed_until: int, limit: int) -> list[FetchedUri]:
         # A look first: the job looks whenever it is woken, and SQLite's write lock taken for
         # nothing would make requests that write wait for it.
