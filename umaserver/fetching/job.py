@@ -7,6 +7,10 @@ it found:
 - `image`: the image itself, stored in the database under a new random id (the old one deleted);
 - `page`: that it is a web page.
 
+Each process runs `[fetch] concurrency` workers (threads); each takes one due row at a time, the
+fairest (`claim_fetch_work`: round-robin by the set or client that queued it), so that one
+registration's URIs that never answer hold another's back by one fetch's `timeout` at most.
+
 A good result is kept `[fetch] cache_lifetime` seconds, then the row is due again (until the
 refetch, the old result stands). A failure forgets the result and retries after 30 s, then twice
 as long each time, at most `retry_max` seconds. Times in the database are the app's clock's;
@@ -66,7 +70,7 @@ def check(fetcher: Fetcher, row: FetchedUri) -> Found:
 
 
 class FetchJob(BackgroundJob):
-    """Checks due URIs on a daemon thread; `run_once` is its one step."""
+    """Checks due URIs on `settings.concurrency` daemon threads; `run_once` is one step."""
 
     def __init__(
         self,
@@ -82,7 +86,7 @@ class FetchJob(BackgroundJob):
             settings.timeout, settings.max_bytes, settings.allow_loopback
         )
         self._wake = threading.Event()
-        super().__init__("umaserver-fetch")
+        super().__init__("umaserver-fetch", threads=settings.concurrency)
 
     def wake(self) -> None:
         """Look at the queue now (something was queued)."""
@@ -96,16 +100,19 @@ class FetchJob(BackgroundJob):
         """Takes at most `limit` due rows and checks them, now, in this thread: how many."""
         storage = self._open_storage()
         try:
-            now = self._clock.now()
-            # Long enough for every fetch of the batch to end on its deadline.
-            lease = now + limit * (self.settings.timeout + 1) + 30
-            rows = storage.claim_fetch_work(now, lease, limit)
-            for row in rows:
-                self._check_one(storage, row)
-            return len(rows)
+            return self._step(storage, limit)
         finally:
             # Closed, not pooled: a job holds no file open between its runs.
             storage.close()
+
+    def _step(self, storage: Storage, limit: int) -> int:
+        now = self._clock.now()
+        # Long enough for every fetch of the batch to end on its deadline.
+        lease = now + limit * (self.settings.timeout + 1) + 30
+        rows = storage.claim_fetch_work(now, lease, limit)
+        for row in rows:
+            self._check_one(storage, row)
+        return len(rows)
 
     def _check_one(self, storage: Storage, row: FetchedUri) -> None:
         try:
@@ -132,7 +139,7 @@ class FetchJob(BackgroundJob):
             image=image,
         )
         if recorded and found.icon_uri is not None:
-            queue(storage, found.icon_uri, "image", now)
+            queue(storage, found.icon_uri, "image", now, row.queued_by)
         # Routine, and a registrant's doing rather than the operator's: DEBUG, not INFO.
         log.debug("checked %s (%s)", row.uri, row.kind)
 
@@ -143,17 +150,21 @@ class FetchJob(BackgroundJob):
         log.debug("%s (%s) not checked: %s; next try in %d s", row.uri, row.kind, reason, delay)
 
     def _run(self) -> None:
+        """One worker: takes one row at a time while there are due rows (on one handle), then
+        waits to be woken or for the next poll."""
         while not self._stopping.is_set():
             try:
-                busy = self.run_once() > 0
+                storage = self._open_storage()
+                try:
+                    while not self._stopping.is_set() and self._step(storage, 1):
+                        pass
+                finally:
+                    storage.close()
             except StorageUnavailable as error:
                 # Said once where the server found it (requests answer 503 meanwhile); the job
                 # only tries again, quietly, at its next poll.
                 log.debug("the fetch queue could not be read: %s; trying again", error)
-                busy = False
             except Exception:  # anything else is a bug worth a traceback; the job goes on
                 log.exception("the fetch queue could not be read; trying again")
-                busy = False
-            if not busy:
-                self._wake.wait(POLL_INTERVAL)
-                self._wake.clear()
+            self._wake.wait(POLL_INTERVAL)
+            self._wake.clear()

@@ -12,16 +12,67 @@ def _uri(row: Row) -> FetchedUri:
     return FetchedUri(**{key: row[key] for key in row.keys()})  # noqa: SIM118 (SQLite's rows)
 
 
+# Takes the fairest due rows. The inner query ranks the due rows round-robin by who queued them;
+# the lock is taken a level above it, on the table's own rows (PostgreSQL allows no lock where a
+# window function is), before the limit: rows another job holds are skipped and the next taken.
+# A row's turn is its place among its queuer's due rows (oldest first) plus how many of that
+# queuer's rows are being fetched right now, so a queuer with fetches under way waits behind one
+# with none; among equal turns the queuer served longest ago (or never) goes first, then the
+# longest due. One registration's many URIs that never answer so delay another's by one fetch at
+# most.
+_CLAIM = (
+    "UPDATE fetched_uris SET claimed_until = ? WHERE id IN"
+    " (SELECT taken.id FROM fetched_uris AS taken JOIN"
+    " (SELECT due.id, due.next_try_at, queuers.served,"
+    "   ROW_NUMBER() OVER (PARTITION BY due.queued_by ORDER BY due.next_try_at, due.id)"
+    "   + queuers.busy AS turn"
+    "  FROM fetched_uris AS due JOIN"
+    "  (SELECT queued_by, SUM(CASE WHEN claimed_until > ? THEN 1 ELSE 0 END) AS busy,"
+    "    COALESCE(MAX(checked_at), -1) AS served"
+    "   FROM fetched_uris WHERE queued_by IN"
+    "    (SELECT queued_by FROM fetched_uris WHERE next_try_at <= ? AND claimed_until <= ?)"
+    "   GROUP BY queued_by) AS queuers ON queuers.queued_by = due.queued_by"
+    "  WHERE due.next_try_at <= ? AND due.claimed_until <= ?) AS ranked"
+    " ON ranked.id = taken.id"
+    " WHERE taken.next_try_at <= ? AND taken.claimed_until <= ?"
+    " ORDER BY ranked.turn, ranked.served, ranked.next_try_at, ranked.id LIMIT ?"
+    " FOR UPDATE OF taken SKIP LOCKED)"
+    " RETURNING *"
+)
+
+
+def _round_robin(rows: list[Row]) -> list[Row]:
+    """Rows taken together, in turns: each queuer's oldest, then each one's next, ..."""
+    rows = sorted(rows, key=lambda row: (row["next_try_at"], row["id"]))
+    seen: dict[str, int] = {}
+    turns = []
+    for row in rows:
+        seen[row["queued_by"]] = seen.get(row["queued_by"], 0) + 1
+        turns.append((seen[row["queued_by"]], row["next_try_at"], row["id"], row))
+    return [turn[-1] for turn in sorted(turns, key=lambda turn: turn[:3])]
+
+
 class FetchedUris(Handle):
-    def queue_uri(self, uri: str, kind: FetchKind, row_id: str, now: int) -> bool:
+    def queue_uri(
+        self, uri: str, kind: FetchKind, row_id: str, now: int, queued_by: str = ""
+    ) -> bool:
         return (
             self._write(
-                "INSERT INTO fetched_uris (id, uri, kind, status, created_at, next_try_at)"
-                " VALUES (?, ?, ?, 'pending', ?, ?) ON CONFLICT (uri, kind) DO NOTHING",
-                (row_id, uri, kind, now, now),
+                "INSERT INTO fetched_uris"
+                " (id, uri, kind, status, created_at, next_try_at, queued_by)"
+                " VALUES (?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (uri, kind) DO NOTHING",
+                (row_id, uri, kind, now, now, queued_by),
             )
             == 1
         )
+
+    def count_fetch_queue(self, now: int) -> int:
+        row = self._one(
+            "SELECT COUNT(*) AS waiting FROM fetched_uris"
+            " WHERE next_try_at <= ? AND claimed_until <= ?",
+            (now, now),
+        )
+        return 0 if row is None else int(row["waiting"])
 
     def get_fetched_uri(self, uri: str, kind: FetchKind) -> FetchedUri | None:
         row = self._one(
@@ -52,16 +103,11 @@ class FetchedUris(Handle):
             return []
         # One statement: SQLite's holds the database; on PostgreSQL rows another job is taking
         # right now are skipped, not waited for, and a row taken and committed meanwhile is read
-        # again under its lock, and is no longer due.
+        # again under its lock, and is no longer due (`_CLAIM`).
         rows = self._write_returning(
-            "UPDATE fetched_uris SET claimed_until = ? WHERE id IN"
-            " (SELECT id FROM fetched_uris WHERE next_try_at <= ? AND claimed_until <= ?"
-            "  ORDER BY next_try_at, id LIMIT ? FOR UPDATE SKIP LOCKED)"
-            " RETURNING *",
-            (claimed_until, now, now, limit),
+            _CLAIM, (claimed_until, now, now, now, now, now, now, now, limit)
         )
-        rows.sort(key=lambda row: (row["next_try_at"], row["id"]))
-        return [_uri(row) for row in rows]
+        return [_uri(row) for row in _round_robin(rows)]
 
     def _previous_image(self, row_id: str, claimed_until: int) -> tuple[bool, str | None]:
         row = self._one(

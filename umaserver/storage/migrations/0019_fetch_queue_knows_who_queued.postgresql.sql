@@ -1,0 +1,3 @@
+-- Version 19 (SQLite's 0019 says what the column is for): who queued each fetched URI first.
+ALTER TABLE fetched_uris ADD COLUMN queued_by TEXT COLLATE "C" NOT NULL DEFAULT '';
+CREATE INDEX fetched_uris_by_queuer ON fetched_uris (queued_by, checked_at);
