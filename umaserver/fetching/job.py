@@ -85,15 +85,21 @@ class FetchJob(BackgroundJob):
         self.fetcher = fetcher or Fetcher(
             settings.timeout, settings.max_bytes, settings.allow_loopback
         )
-        self._wake = threading.Event()
+        # Wakes are counted, not flagged: a worker waits for a wake after the one it saw before
+        # its last look, so no worker's wake is taken by another's.
+        self._woken = threading.Condition()
+        self._wakes = 0
         super().__init__("umaserver-fetch", threads=settings.concurrency)
 
     def wake(self) -> None:
         """Look at the queue now (something was queued)."""
-        self._wake.set()
+        with self._woken:
+            self._wakes += 1
+            self._woken.notify_all()
 
     def stop(self) -> None:
-        self._wake.set()
+        self._stopping.set()
+        self.wake()
         super().stop()
 
     def run_once(self, limit: int = BATCH) -> int:
@@ -153,6 +159,8 @@ class FetchJob(BackgroundJob):
         """One worker: takes one row at a time while there are due rows (on one handle), then
         waits to be woken or for the next poll."""
         while not self._stopping.is_set():
+            with self._woken:
+                seen = self._wakes
             try:
                 storage = self._open_storage()
                 try:
@@ -166,5 +174,11 @@ class FetchJob(BackgroundJob):
                 log.debug("the fetch queue could not be read: %s; trying again", error)
             except Exception:  # anything else is a bug worth a traceback; the job goes on
                 log.exception("the fetch queue could not be read; trying again")
-            self._wake.wait(POLL_INTERVAL)
-            self._wake.clear()
+            self._wait(seen)
+
+    def _wait(self, seen: int) -> None:
+        """Until a wake after the `seen`th, the job stops, or the next poll."""
+        with self._woken:
+            self._woken.wait_for(
+                lambda: self._stopping.is_set() or self._wakes != seen, POLL_INTERVAL
+            )

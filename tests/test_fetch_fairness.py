@@ -1,0 +1,159 @@
+"""The fetch job's workers (issue 27, N5): `[fetch] concurrency` fetches at once, due URIs taken
+round-robin by the registration that queued them, so a set whose 60 scope URIs never answer holds
+another registration's icon back by about one fetch timeout, not 60. Here the app's own job runs
+on its threads, against a loopback listener that accepts connections and never answers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from umaserver.fetching import running
+from umaserver.fetching.fetcher import Fetcher
+from umaserver.fetching.job import FetchJob
+from umaserver.fetching.queue import queue_length
+from umaserver.pages.untrusted import image_src
+
+from .conftest import FakeClock, Party, Store, make_party, write_config
+from .fake_web import PNG, FakeWeb, Route
+
+TIMEOUT = 0.5  # seconds a fetch of the silent listener takes to fail
+SLACK = 2.0  # seconds for everything else, on a busy 2-core machine
+
+
+class SilentListener:
+    """Accepts TCP connections on 127.0.0.1 and never answers: each fetch waits for its timeout."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0), backlog=128)
+        self.sock.settimeout(0.05)
+        self.port = self.sock.getsockname()[1]
+        self.accepted: list[socket.socket] = []
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.accepted.append(conn)  # held open, never read from nor written to
+
+    def __enter__(self) -> SilentListener:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._thread.join(5)
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()
+
+
+@pytest.fixture
+def config_path(tmp_path: Path) -> Path:
+    (tmp_path / "policies.toml").write_text("", encoding="utf-8")
+    extra = "[fetch]\nallow_loopback = true\ntimeout = 1\nmax_bytes = 4096\nconcurrency = 4\n"
+    return write_config(tmp_path, extra=extra)
+
+
+@pytest.fixture
+def job(app: Flask) -> Iterator[FetchJob]:
+    """The app's fetch job, its workers running, each fetch bounded by `TIMEOUT`."""
+    found = running.fetch_job(app)
+    found.fetcher = Fetcher(TIMEOUT, 4096, True)
+    yield found
+    found.stop()
+
+
+@pytest.fixture
+def silent() -> Iterator[SilentListener]:
+    with SilentListener() as started:
+        yield started
+
+
+@pytest.fixture
+def web() -> Iterator[FakeWeb]:
+    with FakeWeb() as started:
+        yield started
+
+
+def register_set(http: FlaskClient, party: Party, scopes: list[str], **extra: str) -> None:
+    answer = http.post(
+        "/rs/resource_set", json={"name": "Set", "scopes": scopes, **extra}, headers=party.auth
+    )
+    assert answer.status_code == 201, answer.text
+
+
+def test_a_set_of_silent_scope_uris_holds_another_sets_icon_back_one_timeout_at_most(
+    app: Flask,
+    http: FlaskClient,
+    store: Store,
+    clock: FakeClock,
+    job: FetchJob,
+    silent: SilentListener,
+    web: FakeWeb,
+) -> None:
+    web.routes["/icon.png"] = Route(body=PNG, content_type="image/png")
+    icon = web.url("/icon.png")
+    register_set(
+        http,
+        make_party(store, "alice", "uma_protection"),
+        [silent.url(f"/scope/{n}") for n in range(60)],
+    )
+    # The job's workers are on the silent set's URIs now.
+    deadline = time.monotonic() + SLACK
+    while len(silent.accepted) < 4:
+        assert time.monotonic() < deadline, "the job did not start on the silent set"
+        time.sleep(0.01)
+    started = time.monotonic()
+    register_set(http, make_party(store, "bob", "uma_protection"), ["read"], icon_uri=icon)
+    with app.test_request_context("/"):
+        while image_src(icon) is None:
+            waited = time.monotonic() - started
+            assert waited < TIMEOUT + SLACK, f"the icon was not checked after {waited:.1f} s"
+            time.sleep(0.02)
+    # Checked before the silent set's URIs were all tried: fairly, not merely fast.
+    assert queue_length(store, clock.now()) > 0
+
+
+def test_the_queue_length_counts_due_uris_no_worker_holds(
+    app: Flask, http: FlaskClient, store: Store, clock: FakeClock
+) -> None:
+    job = running.fetch_job(app)
+    job.stop()
+    assert queue_length(store, clock.now()) == 0
+    register_set(
+        http,
+        make_party(store, "alice", "uma_protection"),
+        ["https://scopes.example/read", "https://scopes.example/write", "print"],
+        icon_uri="https://icons.example/i.png",
+    )
+    assert queue_length(store, clock.now()) == 3
+    assert store.claim_fetch_work(clock.now(), clock.now() + 60, 1)
+    assert queue_length(store, clock.now()) == 2  # one is being fetched
+    clock.advance(61)
+    assert queue_length(store, clock.now()) == 3  # its lease ran out
+
+
+def test_stopping_the_job_ends_every_worker(app: Flask) -> None:
+    job = running.fetch_job(app)
+    workers = list(job._threads)
+    assert len(workers) == 4
+    assert all(worker.is_alive() for worker in workers)
+    job.stop()
+    assert not any(worker.is_alive() for worker in workers)
