@@ -1913,6 +1913,17 @@ def test_a_queuer_with_fetches_under_way_waits_behind_one_without(store: Storage
     assert [row.id for row in store.claim_fetch_work(T + 2, T + 60, 1)] == ["a1"]
 
 
+def test_a_queuer_behind_a_long_queue_is_not_left_out(store: Storage) -> None:
+    # More rows than a claim looks into (the oldest few hundred), all older than b's one.
+    with store.transaction():
+        for n in range(300):
+            store.queue_uri(f"https://slow.example/{n}", "scope", f"a{n:03}", T, "set:a")
+    store.queue_uri("https://b.example/icon.png", "image", "b0", T + 1, "set:b")
+    assert [row.id for row in store.claim_fetch_work(T + 1, T + 60, 1)] == ["a000"]
+    assert [row.id for row in store.claim_fetch_work(T + 1, T + 60, 1)] == ["b0"]
+    assert store.count_fetch_queue(T + 1) == 299
+
+
 def test_a_checked_image_is_stored_and_replaced_by_the_next(store: Storage) -> None:
     store.queue_uri("https://a.example/i.png", "image", "i", T)
     (row,) = store.claim_fetch_work(T, T + 30, 5)

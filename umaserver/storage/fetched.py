@@ -12,31 +12,45 @@ def _uri(row: Row) -> FetchedUri:
     return FetchedUri(**{key: row[key] for key in row.keys()})  # noqa: SIM118 (SQLite's rows)
 
 
-# Takes the fairest due rows. The inner query ranks the due rows round-robin by who queued them;
-# the lock is taken a level above it, on the table's own rows (PostgreSQL allows no lock where a
-# window function is), before the limit: rows another job holds are skipped and the next taken.
-# A row's turn is its place among its queuer's due rows (oldest first) plus how many of that
-# queuer's rows are being fetched right now, so a queuer with fetches under way waits behind one
-# with none; among equal turns the queuer served longest ago (or never) goes first, then the
-# longest due. One registration's many URIs that never answer so delay another's by one fetch at
-# most.
+# How deep into the due rows (oldest first) a claim looks, beside every queuer's oldest: racing
+# jobs skip each other's rows within it, and a claim reads a bounded number of rows, however long
+# the queue (it holds SQLite's write lock meanwhile).
+CLAIM_DEPTH = 256
+
+# Takes the fairest due rows. The candidates are the `CLAIM_DEPTH` longest due and each queuer's
+# longest due (so a queuer whose rows are all newer than those is not left out); the inner query
+# ranks them round-robin by who queued them; the lock is taken a level above it, on the table's
+# own rows (PostgreSQL allows no lock where a window function is), before the limit: rows another
+# job holds are skipped and the next taken. A row's turn is its place among its queuer's due rows
+# (oldest first) plus how many of that queuer's rows are being fetched right now, so a queuer
+# with fetches under way waits behind one with none; among equal turns the queuer served longest
+# ago (or never) goes first, then the longest due. One registration's many URIs that never answer
+# so delay another's by one fetch at most.
 _CLAIM = (
     "UPDATE fetched_uris SET claimed_until = ? WHERE id IN"
     " (SELECT taken.id FROM fetched_uris AS taken JOIN"
-    " (SELECT due.id, due.next_try_at, queuers.served,"
-    "   ROW_NUMBER() OVER (PARTITION BY due.queued_by ORDER BY due.next_try_at, due.id)"
-    "   + queuers.busy AS turn"
-    "  FROM fetched_uris AS due JOIN"
-    "  (SELECT queued_by, SUM(CASE WHEN claimed_until > ? THEN 1 ELSE 0 END) AS busy,"
-    "    COALESCE(MAX(checked_at), -1) AS served"
-    "   FROM fetched_uris WHERE queued_by IN"
-    "    (SELECT queued_by FROM fetched_uris WHERE next_try_at <= ? AND claimed_until <= ?)"
-    "   GROUP BY queued_by) AS queuers ON queuers.queued_by = due.queued_by"
-    "  WHERE due.next_try_at <= ? AND due.claimed_until <= ?) AS ranked"
-    " ON ranked.id = taken.id"
-    " WHERE taken.next_try_at <= ? AND taken.claimed_until <= ?"
-    " ORDER BY ranked.turn, ranked.served, ranked.next_try_at, ranked.id LIMIT ?"
-    " FOR UPDATE OF taken SKIP LOCKED)"
+    "  (SELECT due.id, due.next_try_at,"
+    "    ROW_NUMBER() OVER (PARTITION BY due.queued_by ORDER BY due.next_try_at, due.id)"
+    "    + COALESCE(leased.busy, 0) AS turn,"
+    "    (SELECT COALESCE(MAX(served.checked_at), -1) FROM fetched_uris AS served"
+    "     WHERE served.queued_by = due.queued_by) AS served"
+    "   FROM fetched_uris AS due LEFT JOIN"
+    "    (SELECT queued_by, COUNT(*) AS busy FROM fetched_uris WHERE claimed_until > ?"
+    "     GROUP BY queued_by) AS leased ON leased.queued_by = due.queued_by"
+    "   WHERE due.id IN"
+    "    (SELECT oldest.id FROM"
+    "     (SELECT id FROM fetched_uris WHERE next_try_at <= ? AND claimed_until <= ?"
+    "      ORDER BY next_try_at, id LIMIT ?) AS oldest"
+    "     UNION SELECT"
+    "     (SELECT head.id FROM fetched_uris AS head WHERE head.queued_by = queuers.queued_by"
+    "       AND head.next_try_at <= ? AND head.claimed_until <= ?"
+    "      ORDER BY head.next_try_at, head.id LIMIT 1)"
+    "     FROM (SELECT DISTINCT queued_by FROM fetched_uris"
+    "      WHERE next_try_at <= ? AND claimed_until <= ?) AS queuers)) AS ranked"
+    "  ON ranked.id = taken.id"
+    "  WHERE taken.next_try_at <= ? AND taken.claimed_until <= ?"
+    "  ORDER BY ranked.turn, ranked.served, ranked.next_try_at, ranked.id LIMIT ?"
+    "  FOR UPDATE OF taken SKIP LOCKED)"
     " RETURNING *"
 )
 
@@ -105,7 +119,8 @@ class FetchedUris(Handle):
         # right now are skipped, not waited for, and a row taken and committed meanwhile is read
         # again under its lock, and is no longer due (`_CLAIM`).
         rows = self._write_returning(
-            _CLAIM, (claimed_until, now, now, now, now, now, now, now, limit)
+            _CLAIM,
+            (claimed_until, now, now, now, CLAIM_DEPTH, now, now, now, now, now, now, limit),
         )
         return [_uri(row) for row in _round_robin(rows)]
 
