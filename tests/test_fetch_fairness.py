@@ -9,19 +9,22 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from umaserver.config import Config
 from umaserver.fetching import running
 from umaserver.fetching.fetcher import Fetcher
 from umaserver.fetching.job import FetchJob
 from umaserver.fetching.queue import queue_length
 from umaserver.pages.untrusted import image_src
+from umaserver.storage import Storage
 
-from .conftest import FakeClock, Party, Store, make_party, write_config
+from .conftest import FakeClock, Party, Store, make_party, open_store, write_config
 from .fake_web import PNG, FakeWeb, Route
 
 TIMEOUT = 0.5  # seconds a fetch of the silent listener takes to fail
@@ -148,6 +151,52 @@ def test_the_queue_length_counts_due_uris_no_worker_holds(
     assert queue_length(store, clock.now()) == 2  # one is being fetched
     clock.advance(61)
     assert queue_length(store, clock.now()) == 3  # its lease ran out
+
+
+class CountingOpener:
+    """Opens handles on the test's database and counts those open now."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.open = 0
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Storage:
+        handle = open_store(self.config.database)
+        with self._lock:
+            self.open += 1
+        closing = handle.close
+
+        def close() -> None:
+            with self._lock:
+                self.open -= 1
+            closing()
+
+        handle.close = close  # type: ignore[method-assign]
+        return handle
+
+
+def test_workers_hold_no_database_handle_while_they_wait_for_a_server(
+    config: Config, store: Store, clock: FakeClock, silent: SilentListener
+) -> None:
+    opener = CountingOpener(config)
+    settings = replace(config.fetch, concurrency=2)
+    job = FetchJob(opener, clock, settings, Fetcher(5, 4096, True))
+    for n in range(2):
+        store.queue_uri(silent.url(f"/scope/{n}"), "scope", f"row-{n}", clock.now(), "set:a")
+    job.start()
+    try:
+        deadline = time.monotonic() + SLACK
+        while len(silent.accepted) < 2:
+            assert time.monotonic() < deadline, "the job did not start fetching"
+            time.sleep(0.01)
+        # Both workers are waiting for the silent server, and neither holds a pool's connection
+        # (PostgreSQL) or the database file (SQLite) meanwhile.
+        assert opener.open == 0
+    finally:
+        for conn in silent.accepted:  # the fetches end now, not after their 5 s
+            conn.close()
+        job.stop()
 
 
 def test_stopping_the_job_ends_every_worker(app: Flask) -> None:

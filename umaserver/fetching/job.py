@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .. import secrets_at_rest
@@ -104,70 +105,71 @@ class FetchJob(BackgroundJob):
 
     def run_once(self, limit: int = BATCH) -> int:
         """Takes at most `limit` due rows and checks them, now, in this thread: how many."""
-        storage = self._open_storage()
-        try:
-            return self._step(storage, limit)
-        finally:
-            # Closed, not pooled: a job holds no file open between its runs.
-            storage.close()
-
-    def _step(self, storage: Storage, limit: int) -> int:
         now = self._clock.now()
         # Long enough for every fetch of the batch to end on its deadline.
         lease = now + limit * (self.settings.timeout + 1) + 30
-        rows = storage.claim_fetch_work(now, lease, limit)
+        with self._storage() as storage:
+            rows = storage.claim_fetch_work(now, lease, limit)
         for row in rows:
-            self._check_one(storage, row)
+            self._check_one(row)
         return len(rows)
 
-    def _check_one(self, storage: Storage, row: FetchedUri) -> None:
+    @contextmanager
+    def _storage(self) -> Iterator[Storage]:
+        """A handle for one claim or one record, never held over a fetch: the workers hold no
+        connection of the pool (PostgreSQL) or file (SQLite) while they wait for a server."""
+        storage = self._open_storage()
+        try:
+            yield storage
+        finally:
+            storage.close()
+
+    def _check_one(self, row: FetchedUri) -> None:
         try:
             found = check(self.fetcher, row)
         except FetchError as error:
-            self._failed(storage, row, str(error))
+            self._failed(row, str(error))
             return
         except Exception as error:  # whatever a server sends, the job goes on
             log.exception("checking %s (%s) failed unexpectedly", row.uri, row.kind)
-            self._failed(storage, row, f"unexpected error: {type(error).__name__}")
+            self._failed(row, f"unexpected error: {type(error).__name__}")
             return
         now = self._clock.now()
         image = None
         if found.image is not None and found.content_type is not None:
             image = FetchedImage(secrets_at_rest.new_id(), found.content_type, found.image, now)
-        recorded = storage.record_fetch_checked(
-            row.id,
-            row.claimed_until,
-            now,
-            now + self.settings.cache_lifetime,
-            name=found.name,
-            icon_uri=found.icon_uri,
-            content_type=found.content_type,
-            image=image,
-        )
-        if recorded and found.icon_uri is not None:
-            queue(storage, found.icon_uri, "image", now, row.queued_by)
+        with self._storage() as storage:
+            recorded = storage.record_fetch_checked(
+                row.id,
+                row.claimed_until,
+                now,
+                now + self.settings.cache_lifetime,
+                name=found.name,
+                icon_uri=found.icon_uri,
+                content_type=found.content_type,
+                image=image,
+            )
+            if recorded and found.icon_uri is not None:
+                queue(storage, found.icon_uri, "image", now, row.queued_by)
         # Routine, and a registrant's doing rather than the operator's: DEBUG, not INFO.
         log.debug("checked %s (%s)", row.uri, row.kind)
 
-    def _failed(self, storage: Storage, row: FetchedUri, reason: str) -> None:
+    def _failed(self, row: FetchedUri, reason: str) -> None:
         now = self._clock.now()
         delay = retry_delay(row.failures + 1, self.settings.retry_max)
-        storage.record_fetch_failure(row.id, row.claimed_until, now, now + delay, reason[:500])
+        with self._storage() as storage:
+            storage.record_fetch_failure(row.id, row.claimed_until, now, now + delay, reason[:500])
         log.debug("%s (%s) not checked: %s; next try in %d s", row.uri, row.kind, reason, delay)
 
     def _run(self) -> None:
-        """One worker: takes one row at a time while there are due rows (on one handle), then
-        waits to be woken or for the next poll."""
+        """One worker: takes one row at a time while there are due rows, then waits to be woken
+        or for the next poll."""
         while not self._stopping.is_set():
             with self._woken:
                 seen = self._wakes
             try:
-                storage = self._open_storage()
-                try:
-                    while not self._stopping.is_set() and self._step(storage, 1):
-                        pass
-                finally:
-                    storage.close()
+                while not self._stopping.is_set() and self.run_once(1):
+                    pass
             except StorageUnavailable as error:
                 # Said once where the server found it (requests answer 503 meanwhile); the job
                 # only tries again, quietly, at its next poll.
