@@ -87,32 +87,38 @@ class FetchJob(BackgroundJob):
             settings.timeout, settings.max_bytes, settings.allow_loopback
         )
         # Wakes are counted, not flagged: a worker waits for a wake after the one it saw before
-        # its last look, so no worker's wake is taken by another's.
+        # its last look, so no worker's wake is taken by another's. A wake brings in one worker;
+        # a worker that took a row brings in one more, so idle workers cost nothing.
         self._woken = threading.Condition()
         self._wakes = 0
+        self._workers = 0
         super().__init__("umaserver-fetch", threads=settings.concurrency)
 
     def wake(self) -> None:
-        """Look at the queue now (something was queued)."""
+        """Look at the queue now (something was queued): one more worker looks."""
         with self._woken:
             self._wakes += 1
-            self._woken.notify_all()
+            self._woken.notify()
 
     def stop(self) -> None:
         self._stopping.set()
-        self.wake()
+        with self._woken:
+            self._woken.notify_all()
         super().stop()
 
     def run_once(self, limit: int = BATCH) -> int:
         """Takes at most `limit` due rows and checks them, now, in this thread: how many."""
+        rows = self._claim(limit)
+        for row in rows:
+            self._check_one(row)
+        return len(rows)
+
+    def _claim(self, limit: int) -> list[FetchedUri]:
         now = self._clock.now()
         # Long enough for every fetch of the batch to end on its deadline.
         lease = now + limit * (self.settings.timeout + 1) + 30
         with self._storage() as storage:
-            rows = storage.claim_fetch_work(now, lease, limit)
-        for row in rows:
-            self._check_one(row)
-        return len(rows)
+            return storage.claim_fetch_work(now, lease, limit)
 
     @contextmanager
     def _storage(self) -> Iterator[Storage]:
@@ -162,25 +168,30 @@ class FetchJob(BackgroundJob):
         log.debug("%s (%s) not checked: %s; next try in %d s", row.uri, row.kind, reason, delay)
 
     def _run(self) -> None:
-        """One worker: takes one row at a time while there are due rows, then waits to be woken
-        or for the next poll."""
+        """One worker: takes one row at a time while there are due rows, then waits to be woken.
+        The first worker also looks at every poll, and at once when it starts (rows may have
+        come due while no process ran); the others look when woken."""
+        with self._woken:
+            self._workers += 1
+            polling = self._workers == 1
+        if not polling:
+            self._wait(0, None)  # a wake before this worker started counts
         while not self._stopping.is_set():
             with self._woken:
                 seen = self._wakes
             try:
-                while not self._stopping.is_set() and self.run_once(1):
-                    pass
+                while not self._stopping.is_set() and (taken := self._claim(1)):
+                    self.wake()  # more may be due: one more worker looks, now
+                    self._check_one(taken[0])
             except StorageUnavailable as error:
                 # Said once where the server found it (requests answer 503 meanwhile); the job
                 # only tries again, quietly, at its next poll.
                 log.debug("the fetch queue could not be read: %s; trying again", error)
             except Exception:  # anything else is a bug worth a traceback; the job goes on
                 log.exception("the fetch queue could not be read; trying again")
-            self._wait(seen)
+            self._wait(seen, POLL_INTERVAL if polling else None)
 
-    def _wait(self, seen: int) -> None:
-        """Until a wake after the `seen`th, the job stops, or the next poll."""
+    def _wait(self, seen: int, timeout: float | None) -> None:
+        """Until a wake after the `seen`th, the job stops, or `timeout` seconds pass."""
         with self._woken:
-            self._woken.wait_for(
-                lambda: self._stopping.is_set() or self._wakes != seen, POLL_INTERVAL
-            )
+            self._woken.wait_for(lambda: self._stopping.is_set() or self._wakes != seen, timeout)
