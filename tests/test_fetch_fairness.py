@@ -24,7 +24,15 @@ from umaserver.fetching.queue import queue_length
 from umaserver.pages.untrusted import image_src
 from umaserver.storage import Storage
 
-from .conftest import FakeClock, Party, Store, make_party, open_store, write_config
+from .conftest import (
+    FakeClock,
+    Party,
+    Store,
+    make_initial_access_token,
+    make_party,
+    open_store,
+    write_config,
+)
 from .fake_web import PNG, FakeWeb, Route
 
 TIMEOUT = 0.5  # seconds a fetch of the silent listener takes to fail
@@ -132,6 +140,40 @@ def test_a_set_of_silent_scope_uris_holds_another_sets_icon_back_one_timeout_at_
             time.sleep(0.02)
     # Checked before the silent set's URIs were all tried: fairly, not merely fast.
     assert queue_length(store, clock.now()) > 0
+
+
+def test_each_queued_uri_names_the_set_or_client_that_queued_it(
+    app: Flask, http: FlaskClient, store: Store, web: FakeWeb
+) -> None:
+    job = running.fetch_job(app)
+    job.stop()  # the test steps the job itself
+    web.routes["/read.json"] = Route(
+        body=f'{{"name": "Read", "icon_uri": "{web.url("/read.png")}"}}'.encode(),
+        content_type="application/json",
+    )
+    answer = http.post(
+        "/rs/resource_set",
+        json={"name": "Set", "scopes": [web.url("/read.json")], "icon_uri": web.url("/set.png")},
+        headers=make_party(store, "alice", "uma_protection").auth,
+    )
+    rs_id = answer.get_json()["_id"]
+    registered = http.post(
+        "/register",
+        json={"grant_types": ["client_credentials"], "logo_uri": web.url("/logo.png")},
+        headers={"Authorization": f"Bearer {make_initial_access_token(store)}"},
+    )
+    client_id = registered.get_json()["client_id"]
+    assert job.run_once() == 3
+    # The icon the scope description names is queued in the set's name too.
+    expected = {
+        ("/read.json", "scope"): f"set:{rs_id}",
+        ("/set.png", "image"): f"set:{rs_id}",
+        ("/logo.png", "image"): f"client:{client_id}",
+        ("/read.png", "image"): f"set:{rs_id}",
+    }
+    for (path, kind), queued_by in expected.items():
+        row = store.get_fetched_uri(web.url(path), kind)  # type: ignore[arg-type]
+        assert row is not None and row.queued_by == queued_by, (path, row)
 
 
 def test_the_queue_length_counts_due_uris_no_worker_holds(
