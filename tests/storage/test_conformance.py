@@ -1890,13 +1890,9 @@ def test_due_work_is_taken_round_robin_by_who_queued_it(store: Storage) -> None:
     store.queue_uri("https://c.example/logo.png", "image", "c0", T + 2, "client:c")
     store.queue_uri("https://asked.example/", "page", "p0", T + 3)
     assert store.get_fetched_uri("https://b.example/icon.png", "image").queued_by == "set:b"  # type: ignore[union-attr]
-    assert store.count_fetch_queue(T + 3) == 10
-    assert store.count_fetch_queue(T) == 6
     # Taken together: each queuer's oldest, then each one's next, ...
     taken = store.claim_fetch_work(T + 3, T + 60, 6)
     assert [row.id for row in taken] == ["a0", "b0", "c0", "p0", "a1", "b1"]
-    assert store.count_fetch_queue(T + 3) == 4  # leased rows are not waiting
-    assert store.count_fetch_queue(T + 60) == 10  # their leases ran out
 
 
 def test_a_queuer_with_fetches_under_way_waits_behind_one_without(store: Storage) -> None:
@@ -1921,7 +1917,6 @@ def test_a_queuer_behind_a_long_queue_is_not_left_out(store: Storage) -> None:
     store.queue_uri("https://b.example/icon.png", "image", "b0", T + 1, "set:b")
     assert [row.id for row in store.claim_fetch_work(T + 1, T + 60, 1)] == ["a000"]
     assert [row.id for row in store.claim_fetch_work(T + 1, T + 60, 1)] == ["b0"]
-    assert store.count_fetch_queue(T + 1) == 299
 
 
 def test_a_checked_image_is_stored_and_replaced_by_the_next(store: Storage) -> None:

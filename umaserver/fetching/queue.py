@@ -35,12 +35,6 @@ def queue(
     return row
 
 
-def queue_length(storage: Storage, now: int) -> int:
-    """How many queued URIs are due at `now` and not being fetched: the fetch queue's length
-    (for metrics)."""
-    return storage.count_fetch_queue(now)
-
-
 def resource_set_uris(description: Mapping[str, Any]) -> list[tuple[str, FetchKind]]:
     """What a resource set description points at that the job would fetch: its scopes that are
     URIs, its icon."""

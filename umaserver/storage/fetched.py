@@ -80,14 +80,6 @@ class FetchedUris(Handle):
             == 1
         )
 
-    def count_fetch_queue(self, now: int) -> int:
-        row = self._one(
-            "SELECT COUNT(*) AS waiting FROM fetched_uris"
-            " WHERE next_try_at <= ? AND claimed_until <= ?",
-            (now, now),
-        )
-        return 0 if row is None else int(row["waiting"])
-
     def get_fetched_uri(self, uri: str, kind: FetchKind) -> FetchedUri | None:
         row = self._one(
             "SELECT * FROM fetched_uris WHERE uri = ? AND kind = ?",
