@@ -286,16 +286,20 @@ def test_the_rule_file_alone_or_a_policies_table(tmp_path: Path) -> None:
 
 def test_fetch_settings_are_read_and_checked(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, GOOD))
-    assert config.fetch == FetchSettings(5, 256 * 1024, 86400, 3600, False)
+    assert config.fetch == FetchSettings(5, 256 * 1024, 86400, 3600, False, 4)
     assert config.fetch.allow_loopback is False
     text = (
         GOOD + "[fetch]\ntimeout = 2\nmax_bytes = 1000\ncache_lifetime = 60\nretry_max = 120\n"
-        "allow_loopback = true\n"
+        "allow_loopback = true\nconcurrency = 2\n"
     )
-    assert load_config(write(tmp_path, text)).fetch == FetchSettings(2, 1000, 60, 120, True)
-    bad = GOOD + '[fetch]\ntimeout = 0\nallow_loopback = "yes"\nfollow_redirects = true\n'
+    assert load_config(write(tmp_path, text)).fetch == FetchSettings(2, 1000, 60, 120, True, 2)
+    bad = (
+        GOOD + '[fetch]\ntimeout = 0\nallow_loopback = "yes"\nfollow_redirects = true\n'
+        "concurrency = 0\n"
+    )
     assert errors_of(tmp_path, bad) == [
         "fetch.timeout: must be greater than 0",
+        "fetch.concurrency: must be greater than 0",
         "fetch.allow_loopback: must be true or false, not a string",
         "fetch.follow_redirects: unknown key",
     ]

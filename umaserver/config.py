@@ -153,6 +153,9 @@ class FetchSettings:
     # Lets fetches reach 127.0.0.0/8 and ::1 (tests, local development); never other private
     # addresses.
     allow_loopback: bool = False
+    # How many fetches run at once (threads of each process's job); due URIs are taken
+    # round-robin by the registration that queued them.
+    concurrency: int = 4
 
 
 RPT_FORMATS = ("opaque", "jwt")
@@ -496,7 +499,7 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     fetch = FetchSettings(
         **{
             name: section.take(name, int, getattr(FetchSettings, name), positive)
-            for name in ("timeout", "max_bytes", "cache_lifetime", "retry_max")
+            for name in ("timeout", "max_bytes", "cache_lifetime", "retry_max", "concurrency")
         },
         allow_loopback=section.take("allow_loopback", bool, FetchSettings.allow_loopback),
     )

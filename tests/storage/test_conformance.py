@@ -1882,6 +1882,43 @@ def test_due_work_is_claimed_once_until_its_lease_ends(store: Storage) -> None:
     assert failed.claimed_until == 0
 
 
+def test_due_work_is_taken_round_robin_by_who_queued_it(store: Storage) -> None:
+    for n in range(6):  # one registration's many URIs, queued first
+        store.queue_uri(f"https://slow.example/{n}", "scope", f"a{n}", T, "set:a")
+    store.queue_uri("https://b.example/icon.png", "image", "b0", T + 1, "set:b")
+    store.queue_uri("https://b.example/page", "page", "b1", T + 1, "set:b")
+    store.queue_uri("https://c.example/logo.png", "image", "c0", T + 2, "client:c")
+    store.queue_uri("https://asked.example/", "page", "p0", T + 3)
+    assert store.get_fetched_uri("https://b.example/icon.png", "image").queued_by == "set:b"  # type: ignore[union-attr]
+    # Taken together: each queuer's oldest, then each one's next, ...
+    taken = store.claim_fetch_work(T + 3, T + 60, 6)
+    assert [row.id for row in taken] == ["a0", "b0", "c0", "p0", "a1", "b1"]
+
+
+def test_a_queuer_with_fetches_under_way_waits_behind_one_without(store: Storage) -> None:
+    for n in range(4):
+        store.queue_uri(f"https://slow.example/{n}", "scope", f"a{n}", T, "set:a")
+    # One at a time, as the job's workers take them: a's fetch under way puts b's first.
+    assert [row.id for row in store.claim_fetch_work(T, T + 60, 1)] == ["a0"]
+    store.queue_uri("https://b.example/icon.png", "image", "b0", T + 1, "set:b")
+    assert [row.id for row in store.claim_fetch_work(T + 1, T + 60, 1)] == ["b0"]
+    # With nothing under way, the queuer served longest ago (or never) goes first.
+    assert store.record_fetch_failure("a0", T + 60, T + 2, T + 90, "timeout")
+    store.queue_uri("https://c.example/logo.png", "image", "c0", T + 2, "client:c")
+    assert [row.id for row in store.claim_fetch_work(T + 2, T + 60, 1)] == ["c0"]
+    assert [row.id for row in store.claim_fetch_work(T + 2, T + 60, 1)] == ["a1"]
+
+
+def test_a_queuer_behind_a_long_queue_is_not_left_out(store: Storage) -> None:
+    # More rows than a claim looks into (the oldest few hundred), all older than b's one.
+    with store.transaction():
+        for n in range(300):
+            store.queue_uri(f"https://slow.example/{n}", "scope", f"a{n:03}", T, "set:a")
+    store.queue_uri("https://b.example/icon.png", "image", "b0", T + 1, "set:b")
+    assert [row.id for row in store.claim_fetch_work(T + 1, T + 60, 1)] == ["a000"]
+    assert [row.id for row in store.claim_fetch_work(T + 1, T + 60, 1)] == ["b0"]
+
+
 def test_a_checked_image_is_stored_and_replaced_by_the_next(store: Storage) -> None:
     store.queue_uri("https://a.example/i.png", "image", "i", T)
     (row,) = store.claim_fetch_work(T, T + 30, 5)

@@ -141,7 +141,7 @@ def register() -> Response:
 
 def _queue_uris(client: Client) -> None:
     """Its logo_uri and client_uri are checked in the background (issue 12), never here."""
-    queue_client(storage(), client.metadata, runtime().clock.now())
+    queue_client(storage(), client.client_id, client.metadata, runtime().clock.now())
     if client_uris(client.metadata):
         running.wake()
 

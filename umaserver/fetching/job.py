@@ -7,6 +7,10 @@ it found:
 - `image`: the image itself, stored in the database under a new random id (the old one deleted);
 - `page`: that it is a web page.
 
+Each process runs `[fetch] concurrency` workers (threads); each takes one due row at a time, the
+fairest (`claim_fetch_work`: round-robin by the set or client that queued it), so that one
+registration's URIs that never answer hold another's back by one fetch's `timeout` at most.
+
 A good result is kept `[fetch] cache_lifetime` seconds, then the row is due again (until the
 refetch, the old result stands). A failure forgets the result and retries after 30 s, then twice
 as long each time, at most `retry_max` seconds. Times in the database are the app's clock's;
@@ -17,7 +21,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .. import secrets_at_rest
@@ -66,7 +71,7 @@ def check(fetcher: Fetcher, row: FetchedUri) -> Found:
 
 
 class FetchJob(BackgroundJob):
-    """Checks due URIs on a daemon thread; `run_once` is its one step."""
+    """Checks due URIs on `settings.concurrency` daemon threads; `run_once` is one step."""
 
     def __init__(
         self,
@@ -81,79 +86,112 @@ class FetchJob(BackgroundJob):
         self.fetcher = fetcher or Fetcher(
             settings.timeout, settings.max_bytes, settings.allow_loopback
         )
-        self._wake = threading.Event()
-        super().__init__("umaserver-fetch")
+        # Wakes are counted, not flagged: a worker waits for a wake after the one it saw before
+        # its last look, so no worker's wake is taken by another's. A wake brings in one worker;
+        # a worker that took a row brings in one more, so idle workers cost nothing.
+        self._woken = threading.Condition()
+        self._wakes = 0
+        self._workers = 0
+        super().__init__("umaserver-fetch", threads=settings.concurrency)
 
     def wake(self) -> None:
-        """Look at the queue now (something was queued)."""
-        self._wake.set()
+        """Look at the queue now (something was queued): one more worker looks."""
+        with self._woken:
+            self._wakes += 1
+            self._woken.notify()
 
     def stop(self) -> None:
-        self._wake.set()
+        self._stopping.set()
+        with self._woken:
+            self._woken.notify_all()
         super().stop()
 
     def run_once(self, limit: int = BATCH) -> int:
         """Takes at most `limit` due rows and checks them, now, in this thread: how many."""
+        rows = self._claim(limit)
+        for row in rows:
+            self._check_one(row)
+        return len(rows)
+
+    def _claim(self, limit: int) -> list[FetchedUri]:
+        now = self._clock.now()
+        # Long enough for every fetch of the batch to end on its deadline.
+        lease = now + limit * (self.settings.timeout + 1) + 30
+        with self._storage() as storage:
+            return storage.claim_fetch_work(now, lease, limit)
+
+    @contextmanager
+    def _storage(self) -> Iterator[Storage]:
+        """A handle for one claim or one record, never held over a fetch: the workers hold no
+        connection of the pool (PostgreSQL) or file (SQLite) while they wait for a server."""
         storage = self._open_storage()
         try:
-            now = self._clock.now()
-            # Long enough for every fetch of the batch to end on its deadline.
-            lease = now + limit * (self.settings.timeout + 1) + 30
-            rows = storage.claim_fetch_work(now, lease, limit)
-            for row in rows:
-                self._check_one(storage, row)
-            return len(rows)
+            yield storage
         finally:
-            # Closed, not pooled: a job holds no file open between its runs.
             storage.close()
 
-    def _check_one(self, storage: Storage, row: FetchedUri) -> None:
+    def _check_one(self, row: FetchedUri) -> None:
         try:
             found = check(self.fetcher, row)
         except FetchError as error:
-            self._failed(storage, row, str(error))
+            self._failed(row, str(error))
             return
         except Exception as error:  # whatever a server sends, the job goes on
             log.exception("checking %s (%s) failed unexpectedly", row.uri, row.kind)
-            self._failed(storage, row, f"unexpected error: {type(error).__name__}")
+            self._failed(row, f"unexpected error: {type(error).__name__}")
             return
         now = self._clock.now()
         image = None
         if found.image is not None and found.content_type is not None:
             image = FetchedImage(secrets_at_rest.new_id(), found.content_type, found.image, now)
-        recorded = storage.record_fetch_checked(
-            row.id,
-            row.claimed_until,
-            now,
-            now + self.settings.cache_lifetime,
-            name=found.name,
-            icon_uri=found.icon_uri,
-            content_type=found.content_type,
-            image=image,
-        )
-        if recorded and found.icon_uri is not None:
-            queue(storage, found.icon_uri, "image", now)
+        with self._storage() as storage:
+            recorded = storage.record_fetch_checked(
+                row.id,
+                row.claimed_until,
+                now,
+                now + self.settings.cache_lifetime,
+                name=found.name,
+                icon_uri=found.icon_uri,
+                content_type=found.content_type,
+                image=image,
+            )
+            if recorded and found.icon_uri is not None:
+                queue(storage, found.icon_uri, "image", now, row.queued_by)
         # Routine, and a registrant's doing rather than the operator's: DEBUG, not INFO.
         log.debug("checked %s (%s)", row.uri, row.kind)
 
-    def _failed(self, storage: Storage, row: FetchedUri, reason: str) -> None:
+    def _failed(self, row: FetchedUri, reason: str) -> None:
         now = self._clock.now()
         delay = retry_delay(row.failures + 1, self.settings.retry_max)
-        storage.record_fetch_failure(row.id, row.claimed_until, now, now + delay, reason[:500])
+        with self._storage() as storage:
+            storage.record_fetch_failure(row.id, row.claimed_until, now, now + delay, reason[:500])
         log.debug("%s (%s) not checked: %s; next try in %d s", row.uri, row.kind, reason, delay)
 
     def _run(self) -> None:
+        """One worker: takes one row at a time while there are due rows, then waits to be woken.
+        The first worker also looks at every poll, and at once when it starts (rows may have
+        come due while no process ran); the others look when woken."""
+        with self._woken:
+            self._workers += 1
+            polling = self._workers == 1
+        if not polling:
+            self._wait(0, None)  # a wake before this worker started counts
         while not self._stopping.is_set():
+            with self._woken:
+                seen = self._wakes
             try:
-                busy = self.run_once() > 0
+                while not self._stopping.is_set() and (taken := self._claim(1)):
+                    self.wake()  # more may be due: one more worker looks, now
+                    self._check_one(taken[0])
             except StorageUnavailable as error:
                 # Said once where the server found it (requests answer 503 meanwhile); the job
                 # only tries again, quietly, at its next poll.
                 log.debug("the fetch queue could not be read: %s; trying again", error)
-                busy = False
             except Exception:  # anything else is a bug worth a traceback; the job goes on
                 log.exception("the fetch queue could not be read; trying again")
-                busy = False
-            if not busy:
-                self._wake.wait(POLL_INTERVAL)
-                self._wake.clear()
+            self._wait(seen, POLL_INTERVAL if polling else None)
+
+    def _wait(self, seen: int, timeout: float | None) -> None:
+        """Until a wake after the `seen`th, the job stops, or `timeout` seconds pass."""
+        with self._woken:
+            self._woken.wait_for(lambda: self._stopping.is_set() or self._wakes != seen, timeout)

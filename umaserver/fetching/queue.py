@@ -5,6 +5,9 @@ A URI is queued when a resource set is created or updated (its scopes that are h
 `icon_uri`), when a client registers or updates itself at /register (`logo_uri`, `client_uri`),
 when a checked scope description names an `icon_uri`, and when a page asks about a URI it has
 no row for. A URI this server would never fetch (not http(s), too long) is not queued.
+
+Each row names who queued it first (`queued_by`: `set:<id>`, `client:<client_id>`, '' for a page's
+question), so that the job takes due rows round-robin by registration (issue 27, N5).
 """
 
 from __future__ import annotations
@@ -18,13 +21,16 @@ from ..storage.records import FetchedUri, FetchKind
 from .content import is_fetchable
 
 
-def queue(storage: Storage, uri: str, kind: FetchKind, now: int) -> FetchedUri | None:
-    """The row of (uri, kind), queued now if it had none; None for a URI never fetched."""
+def queue(
+    storage: Storage, uri: str, kind: FetchKind, now: int, queued_by: str = ""
+) -> FetchedUri | None:
+    """The row of (uri, kind), queued now by `queued_by` if it had none; None for a URI never
+    fetched."""
     if not is_fetchable(uri):
         return None
     row = storage.get_fetched_uri(uri, kind)
     if row is None:
-        storage.queue_uri(uri, kind, secrets_at_rest.new_id(), now)
+        storage.queue_uri(uri, kind, secrets_at_rest.new_id(), now, queued_by)
         row = storage.get_fetched_uri(uri, kind)
     return row
 
@@ -54,13 +60,15 @@ def client_uris(metadata: Mapping[str, Any]) -> list[tuple[str, FetchKind]]:
     return found
 
 
-def queue_resource_set(storage: Storage, description: Mapping[str, Any], now: int) -> None:
-    """Queues what a resource set description points at (`resource_set_uris`)."""
+def queue_resource_set(
+    storage: Storage, rs_id: str, description: Mapping[str, Any], now: int
+) -> None:
+    """Queues what resource set `rs_id`'s description points at (`resource_set_uris`)."""
     for uri, kind in resource_set_uris(description):
-        queue(storage, uri, kind, now)
+        queue(storage, uri, kind, now, f"set:{rs_id}")
 
 
-def queue_client(storage: Storage, metadata: Mapping[str, Any], now: int) -> None:
+def queue_client(storage: Storage, client_id: str, metadata: Mapping[str, Any], now: int) -> None:
     """Queues what a dynamically registered client points at (`client_uris`)."""
     for uri, kind in client_uris(metadata):
-        queue(storage, uri, kind, now)
+        queue(storage, uri, kind, now, f"client:{client_id}")

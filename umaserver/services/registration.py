@@ -34,7 +34,7 @@ def create_resource_set(
     with storage.transaction() if resource_set_uris(description) else nullcontext():
         storage.add_resource_set(resource_set, now)
         # Its scope descriptions and icon are fetched in the background, never here.
-        queue_resource_set(storage, description, now)
+        queue_resource_set(storage, resource_set.id, description, now)
     events.resource_set_changed("registered", **_whose(pat, resource_set.id))
     return resource_set
 
@@ -57,7 +57,7 @@ def replace_resource_set(
             return False
         storage.replace_resource_set(rs_id, pat.owner, pat.client_id, description, now)
         events.resource_set_changed("updated", **_whose(pat, rs_id))
-        queue_resource_set(storage, description, now)
+        queue_resource_set(storage, rs_id, description, now)
         kept = set(description["scopes"])
         if set(existing.scopes) <= kept:
             return True

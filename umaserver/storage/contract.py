@@ -649,9 +649,12 @@ class FetchedUris(Protocol):
     row (`claim_fetch_work` is atomic: of racers, one gets each row), and records what it found
     only while its lease (`claimed_until`) is still the row's."""
 
-    def queue_uri(self, uri: str, kind: FetchKind, row_id: str, now: int) -> bool:
-        """Adds (uri, kind) as pending, due now, under `row_id`; False when it is there already
-        (nothing changes)."""
+    def queue_uri(
+        self, uri: str, kind: FetchKind, row_id: str, now: int, queued_by: str = ""
+    ) -> bool:
+        """Adds (uri, kind) as pending, due now, under `row_id`, queued by `queued_by` (a set's
+        or a client's name, or ''); False when it is there already (nothing changes, its
+        queuer included)."""
         ...
 
     def get_fetched_uri(self, uri: str, kind: FetchKind) -> FetchedUri | None: ...
@@ -665,7 +668,10 @@ class FetchedUris(Protocol):
 
     def claim_fetch_work(self, now: int, claimed_until: int, limit: int) -> list[FetchedUri]:
         """Takes at most `limit` rows due at `now` (`next_try_at <= now`, no lease beyond now),
-        the longest due first, leasing them until `claimed_until`; what it took."""
+        leasing them until `claimed_until`; what it took, in turns. Fair across queuers: rows are
+        taken round-robin by `queued_by` (each queuer's longest due first), a queuer with rows
+        leased now waits behind one with fewer, and among equals the one served longest ago (or
+        never) goes first."""
         ...
 
     def record_fetch_checked(

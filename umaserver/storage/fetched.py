@@ -12,13 +12,70 @@ def _uri(row: Row) -> FetchedUri:
     return FetchedUri(**{key: row[key] for key in row.keys()})  # noqa: SIM118 (SQLite's rows)
 
 
+# How deep into the due rows (oldest first) a claim looks, beside every queuer's oldest: racing
+# jobs skip each other's rows within it, and a claim reads a bounded number of rows, however long
+# the queue (it holds SQLite's write lock meanwhile).
+CLAIM_DEPTH = 256
+
+# Takes the fairest due rows. The candidates are the `CLAIM_DEPTH` longest due and each queuer's
+# longest due (so a queuer whose rows are all newer than those is not left out); the inner query
+# ranks them round-robin by who queued them; the lock is taken a level above it, on the table's
+# own rows (PostgreSQL allows no lock where a window function is), before the limit: rows another
+# job holds are skipped and the next taken. A row's turn is its place among its queuer's due rows
+# (oldest first) plus how many of that queuer's rows are being fetched right now, so a queuer
+# with fetches under way waits behind one with none; among equal turns the queuer served longest
+# ago (or never) goes first, then the longest due. One registration's many URIs that never answer
+# so delay another's by one fetch at most.
+_CLAIM = (
+    "UPDATE fetched_uris SET claimed_until = ? WHERE id IN"
+    " (SELECT taken.id FROM fetched_uris AS taken JOIN"
+    "  (SELECT due.id, due.next_try_at,"
+    "    ROW_NUMBER() OVER (PARTITION BY due.queued_by ORDER BY due.next_try_at, due.id)"
+    "    + COALESCE(leased.busy, 0) AS turn,"
+    "    (SELECT COALESCE(MAX(served.checked_at), -1) FROM fetched_uris AS served"
+    "     WHERE served.queued_by = due.queued_by) AS served"
+    "   FROM fetched_uris AS due LEFT JOIN"
+    "    (SELECT queued_by, COUNT(*) AS busy FROM fetched_uris WHERE claimed_until > ?"
+    "     GROUP BY queued_by) AS leased ON leased.queued_by = due.queued_by"
+    "   WHERE due.id IN"
+    "    (SELECT oldest.id FROM"
+    "     (SELECT id FROM fetched_uris WHERE next_try_at <= ? AND claimed_until <= ?"
+    "      ORDER BY next_try_at, id LIMIT ?) AS oldest"
+    "     UNION SELECT"
+    "     (SELECT head.id FROM fetched_uris AS head WHERE head.queued_by = queuers.queued_by"
+    "       AND head.next_try_at <= ? AND head.claimed_until <= ?"
+    "      ORDER BY head.next_try_at, head.id LIMIT 1)"
+    "     FROM (SELECT DISTINCT queued_by FROM fetched_uris"
+    "      WHERE next_try_at <= ? AND claimed_until <= ?) AS queuers)) AS ranked"
+    "  ON ranked.id = taken.id"
+    "  WHERE taken.next_try_at <= ? AND taken.claimed_until <= ?"
+    "  ORDER BY ranked.turn, ranked.served, ranked.next_try_at, ranked.id LIMIT ?"
+    "  FOR UPDATE OF taken SKIP LOCKED)"
+    " RETURNING *"
+)
+
+
+def _round_robin(rows: list[Row]) -> list[Row]:
+    """Rows taken together, in turns: each queuer's oldest, then each one's next, ..."""
+    rows = sorted(rows, key=lambda row: (row["next_try_at"], row["id"]))
+    seen: dict[str, int] = {}
+    turns = []
+    for row in rows:
+        seen[row["queued_by"]] = seen.get(row["queued_by"], 0) + 1
+        turns.append((seen[row["queued_by"]], row["next_try_at"], row["id"], row))
+    return [turn[-1] for turn in sorted(turns, key=lambda turn: turn[:3])]
+
+
 class FetchedUris(Handle):
-    def queue_uri(self, uri: str, kind: FetchKind, row_id: str, now: int) -> bool:
+    def queue_uri(
+        self, uri: str, kind: FetchKind, row_id: str, now: int, queued_by: str = ""
+    ) -> bool:
         return (
             self._write(
-                "INSERT INTO fetched_uris (id, uri, kind, status, created_at, next_try_at)"
-                " VALUES (?, ?, ?, 'pending', ?, ?) ON CONFLICT (uri, kind) DO NOTHING",
-                (row_id, uri, kind, now, now),
+                "INSERT INTO fetched_uris"
+                " (id, uri, kind, status, created_at, next_try_at, queued_by)"
+                " VALUES (?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (uri, kind) DO NOTHING",
+                (row_id, uri, kind, now, now, queued_by),
             )
             == 1
         )
@@ -52,16 +109,12 @@ class FetchedUris(Handle):
             return []
         # One statement: SQLite's holds the database; on PostgreSQL rows another job is taking
         # right now are skipped, not waited for, and a row taken and committed meanwhile is read
-        # again under its lock, and is no longer due.
+        # again under its lock, and is no longer due (`_CLAIM`).
         rows = self._write_returning(
-            "UPDATE fetched_uris SET claimed_until = ? WHERE id IN"
-            " (SELECT id FROM fetched_uris WHERE next_try_at <= ? AND claimed_until <= ?"
-            "  ORDER BY next_try_at, id LIMIT ? FOR UPDATE SKIP LOCKED)"
-            " RETURNING *",
-            (claimed_until, now, now, limit),
+            _CLAIM,
+            (claimed_until, now, now, now, CLAIM_DEPTH, now, now, now, now, now, now, limit),
         )
-        rows.sort(key=lambda row: (row["next_try_at"], row["id"]))
-        return [_uri(row) for row in rows]
+        return [_uri(row) for row in _round_robin(rows)]
 
     def _previous_image(self, row_id: str, claimed_until: int) -> tuple[bool, str | None]:
         row = self._one(

@@ -415,7 +415,8 @@ class FetchedUri:
     (`page`). One row per (uri, kind); `id` is random (the interstitial's `/link/<id>`).
     `status` pending, checked (the result holds until `expires_at`) or failed (`failures` in a
     row, `reason` why). Due for a fetch from `next_try_at` when no one holds it
-    (`claimed_until`, a lease)."""
+    (`claimed_until`, a lease). `queued_by` names who queued it first (`set:<id>`,
+    `client:<client_id>`, or ''): the job takes due rows round-robin by it."""
 
     id: str
     uri: str
@@ -432,6 +433,7 @@ class FetchedUri:
     expires_at: int | None = None
     failures: int = 0
     claimed_until: int = 0
+    queued_by: str = ""
 
 
 @dataclass(frozen=True)
