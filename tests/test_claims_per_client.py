@@ -27,6 +27,9 @@ from .conftest import (
 )
 from .flows import EMPLOYEE, FlaskApi, Flow, Party, Reply
 from .pages_helpers import TOKEN, sign_in
+from .test_claims_interaction import World as Uma2World
+from .test_claims_interaction import back as back_from_interaction
+from .test_claims_interaction import uma2_web_client
 
 REDIRECT = "claim-client-redirect-1.0"
 BACK = "https://redirect-app.test/back"
@@ -219,3 +222,33 @@ def test_claims_per_ticket_counts_each_apps_claims(
     over = apps.flow.ask(ticket, [icu()], party=apps.pusher)  # a fourth for the first app
     assert status_of(over) == (400, "invalid_request"), over.text
     assert "claims_per_ticket = 3" in over.json["error_description"]
+
+
+def test_uma2_claims_shared_with_one_client_leave_its_ticket_when_another_sends_it(
+    http: FlaskClient, store: Store, clock: FakeClock, rs: Party
+) -> None:
+    # The same at UMA 2.0's claims interaction endpoint: bob shares with the viewer; another
+    # client sending the ticket is decided without bob's claims (need_info) and does not rotate
+    # the ticket away from the viewer, whose next token request is granted.
+    make_person(store, "bob", secrets_at_rest.hash_password(PASSWORD), {"role": "nurse"})
+    viewer = uma2_web_client(store, ("https://viewer.test/claims?app=1",))
+    other = uma2_web_client(store, ("https://other.test/claims",))
+    made = http.post(
+        "/rs/resource_set", json={"name": "Charts", "resource_scopes": ["view"]}, headers=rs.auth
+    )
+    world = Uma2World(http, store, clock, rs, viewer, made.json["_id"])
+    ticket = world.need_info()
+    sign_in(http, "bob", PASSWORD)
+    answer = back_from_interaction(world.choose(world.link(ticket), "share"))
+    assert answer["authorization_state"] == "claims_submitted"
+    shared = answer["ticket"]
+
+    status, body = world.token(other, ticket=shared)
+    assert (status, body["error"]) == (403, "need_info"), body
+    assert body["ticket"] == shared  # kept: rotating it would end the viewer's
+    found = stored_ticket(store, shared)
+    assert found is not None and found.state == "open"
+
+    status, body = world.token(ticket=shared)
+    assert status == 200, body
+    assert "access_token" in body
