@@ -171,7 +171,8 @@ def request_rpt(
                 )
                 if asked.status == "denied":
                     return _denied(owner_requests.DENIED_DESCRIPTION)
-                return _submitted(storage, digest, sharing)
+                shared = storage.ticket_used_by_others(digest, client.client_id)
+                return _submitted(storage, digest, sharing, request.ticket if shared else None)
         pct_claims: list[Claim] = []
         if request.pct is not None:
             pct = _own_pct(storage, request.pct, client, now)
