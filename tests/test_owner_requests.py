@@ -295,6 +295,30 @@ class TestUma2:
         )
         return reply.status_code, reply.json
 
+    def test_another_apps_poll_leaves_the_ticket_of_the_app_that_asked(
+        self,
+        http: FlaskClient,
+        store: Store,
+        rs: Party,
+        photos: ResourceSet,
+        bob: Party,
+        clock: FakeClock,
+    ) -> None:
+        # Issue 27, N1: another app with a token for bob sends the ticket while the owner is
+        # asked: request_submitted with the same ticket, not rotated away from the app that asked.
+        other_id, _ = make_uma2_client(store, "Other app", ())
+        other = make_party(store, "bob", "uma_authorization", client_id=other_id)
+        first = self.ticket(http, rs, photos, "view")
+        status, body = self.grant(http, bob, first, submit_request="true")
+        assert (status, body["error"]) == (403, "request_submitted"), body
+        ticket = body["ticket"]
+        status, body = self.grant(http, other, ticket)
+        assert (status, body["error"], body["ticket"]) == (403, "request_submitted", ticket)
+        [asked] = store.requests_of(photos.owner, "pending", clock.now(), 10)
+        owner_requests.approve(store, photos.owner, asked.id, ["view"], None, clock.now(), limit=9)
+        status, body = self.grant(http, bob, ticket)
+        assert status == 200, body
+
     def test_submit_rotates_the_ticket_each_poll_until_approved(
         self,
         http: FlaskClient,

@@ -975,6 +975,83 @@ def test_claims_are_never_shown_to_another_party_or_for_another_ticket(store: St
     assert store.gathered_claims(other_ticket.digest, "bob") == []
 
 
+def test_two_clients_claims_on_one_ticket_and_party_stay_apart(store: Storage) -> None:
+    # Issue 27, N1: a claim serves the client that pushed it or that the person shared it with.
+    ticket = make_ticket(store)
+    mine = claim("email", "bob@x.test", subject="bob")
+    theirs = replace(claim("email", "other@x.test", subject="bob"), client_id="client-y")
+    store.record_claims(ticket.digest, "bob", [mine])
+    store.record_claims(ticket.digest, "bob", [theirs])  # replaces nothing of client-x's
+
+    assert store.gathered_claims(ticket.digest, "bob", "client-x") == [mine]
+    assert store.gathered_claims(ticket.digest, "bob", "client-y") == [theirs]
+    assert store.gathered_claims(ticket.digest, "bob", "client-z") == []
+    assert sorted(c.client_id for c in store.gathered_claims(ticket.digest, "bob")) == [
+        "client-x",
+        "client-y",
+    ]
+    newer = replace(theirs, value="newer@x.test", gathered_at=T + 5)
+    store.record_claims(ticket.digest, "bob", [newer])  # a client's own re-push replaces its own
+    assert store.gathered_claims(ticket.digest, "bob", "client-y") == [newer]
+    assert store.forget_issuer_claims(ticket.digest, "bob", "idp", "client-y") == 1
+    assert store.gathered_claims(ticket.digest, "bob") == [mine]
+
+
+def test_each_client_counts_its_own_requests_with_a_ticket(store: Storage) -> None:
+    ticket, other = make_ticket(store), make_ticket(store)
+    counted = [
+        store.count_ticket_request(ticket.digest, client) for client in ("a", "b", "a", "a", "b")
+    ]
+    assert counted == [1, 1, 2, 3, 2]
+    assert store.count_ticket_request(other.digest, "a") == 1  # per ticket too
+    found = store.get_ticket(ticket.digest)
+    assert found is not None and found.requests == 5  # every client's, for the record
+    assert store.count_ticket_request(ticket.digest) == 6
+    assert store.finish_ticket(ticket.digest)
+    assert store.count_ticket_request(ticket.digest, "a") == 0  # not open: not counted
+    assert store.count_ticket_request("no-such-ticket", "a") == 0
+
+
+def test_a_ticket_is_used_by_the_clients_that_requested_with_it_or_hold_claims(
+    store: Storage,
+) -> None:
+    ticket = make_ticket(store)
+    assert store.ticket_used_by_others(ticket.digest, "a") is False
+    store.count_ticket_request(ticket.digest, "a")
+    assert store.ticket_used_by_others(ticket.digest, "a") is False
+    assert store.ticket_used_by_others(ticket.digest, "b") is True
+    claims_only = make_ticket(store)
+    store.record_claims(claims_only.digest, "bob", [claim("email", "bob@x.test")])
+    assert store.ticket_used_by_others(claims_only.digest, "client-x") is False
+    assert store.ticket_used_by_others(claims_only.digest, "a") is True
+    assert store.ticket_used_by_others("no-such-ticket", "a") is False
+
+
+def test_a_rotated_ticket_keeps_each_clients_count(store: Storage) -> None:
+    ticket = make_ticket(store)
+    store.count_ticket_request(ticket.digest, "a")
+    store.count_ticket_request(ticket.digest, "b")
+    store.count_ticket_request(ticket.digest, "a")
+    assert store.rotate_ticket(ticket.digest, "rotated-digest")
+    assert store.count_ticket_request("rotated-digest", "a") == 3
+    assert store.count_ticket_request("rotated-digest", "b") == 2
+    assert store.ticket_used_by_others("rotated-digest", "a") is True
+
+
+def test_a_clients_handles_are_voided_without_another_clients(store: Storage) -> None:
+    ticket, client = make_ticket(store), make_client(store)
+    first = make_handle(store, ticket)
+    others = replace(first, digest=unique("handle-digest"), client_id=client.client_id)
+    store.add_claims_handle(others)  # voids none of the ticket's other client's
+    assert store.get_claims_handle(first.digest) == first
+    second = make_handle(store, ticket)  # voids its own client's first
+    assert store.get_claims_handle(first.digest) == replace(first, state="void")
+    assert store.get_claims_handle(others.digest) == others
+    assert store.void_claims_handles(ticket.digest, client.client_id) == 1
+    assert store.get_claims_handle(second.digest) == second
+    assert store.get_claims_handle(others.digest) == replace(others, state="void")
+
+
 @pytest.mark.parametrize(
     "value",
     [
@@ -2507,6 +2584,7 @@ def test_a_reset_keeps_clients_users_and_links_and_forgets_everything_else(
     assert store.set_ticket_permissions(ticket.digest, pairs)  # ticket_resources
     handle = make_handle(store, ticket)
     store.record_claims(ticket.digest, "bob", [claim("email", "bob@x.test")])
+    assert store.count_ticket_request(ticket.digest, "client-x") == 1  # ticket_requests
     assert store.record_assertion_use(assertion_use(ticket.digest), T) == []
     aat = make_token(store, client, bob, scope="uma_authorization")
     pat = make_token(store, client, alice)

@@ -968,3 +968,57 @@ def test_db_reset_decides_every_table_of_the_schema(tmp_path: Path) -> None:
     prepare_database(path, NOW)
     assert not set(KEPT) & set(FORGOTTEN)
     assert sorted(KEPT + FORGOTTEN) == sorted(tables_in(path))
+
+
+def test_version_20_keeps_each_gathered_claim_for_the_client_it_was_gathered_for(
+    v1_db: Path,
+) -> None:
+    # Issue 27, N1: rows of version 18 keep their client_id, which joins the primary key; they
+    # serve that client only, and another client's claim of the same type, name and issuer on
+    # the same ticket and party is stored beside them instead of replacing them.
+    conn = read(v1_db)
+    try:
+        for version in range(2, 19):
+            _apply(
+                conn,
+                step("sqlite", version),
+                (version,),
+                T0,
+                only_if_version=version - 1,
+                name=f"version {version}",
+            )
+        conn.execute(
+            "INSERT INTO gathered_claims (ticket_digest, requesting_party, type, name, issuer,"
+            " subject, value, client_id, gathered_at, expires_at)"
+            " VALUES (?, ?, 'claim-client-redirect-1.0', 'email', 'http://uma.test', ?,"
+            " '\"bob@example.org\"', ?, ?, NULL)",
+            (OPEN_TICKET, BOB, BOB, PRINTER, T0 + 48),
+        )
+    finally:
+        conn.close()
+
+    assert prepare_database(v1_db, NOW) == (18, current_version())
+
+    store = open_storage(v1_db)
+    try:
+        kept = store.gathered_claims(OPEN_TICKET, BOB, PRINTER)
+        assert {(c.name, c.subject, c.client_id, c.gathered_at) for c in kept} == {
+            ("eduPersonAffiliation", None, PRINTER, T0 + 47),
+            ("email", BOB, PRINTER, T0 + 48),
+        }
+        assert store.gathered_claims(OPEN_TICKET, BOB, RS) == []  # nobody else's
+        [email] = [c for c in kept if c.name == "email"]
+        theirs = type(email)(
+            email.type, email.name, "mallory@example.org", email.issuer, RS, NOW, email.subject
+        )
+        store.record_claims(OPEN_TICKET, BOB, [theirs])
+        assert store.gathered_claims(OPEN_TICKET, BOB, RS) == [theirs]
+        assert store.gathered_claims(OPEN_TICKET, BOB, PRINTER) == kept  # not replaced
+        # The requests made before the upgrade are no client's: each client counts from here.
+        assert store.count_ticket_request(OPEN_TICKET, PRINTER) == 1
+        assert store.count_ticket_request(OPEN_TICKET, RS) == 1
+        ticket = store.get_ticket(OPEN_TICKET)
+        assert ticket is not None and ticket.requests == 3  # 1 before the upgrade, and these
+        assert store.ticket_used_by_others(OPEN_TICKET, PRINTER) is True
+    finally:
+        store.close()

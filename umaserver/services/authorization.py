@@ -38,6 +38,7 @@ from .pushed_claims import (
     MAX_TICKET_REQUESTS,
     count_refused_request,
     counted_if_refused,
+    finish_for,
     read_pushed,
     record_pushed,
 )
@@ -117,12 +118,14 @@ def request_authorization(
             error.description, headers={"Retry-After": str(error.retry_after)}
         ) from None
     except ClaimsError as error:
-        count_refused_request(storage, _open_ticket(storage, unverified_ticket, now).digest)
+        count_refused_request(
+            storage, _open_ticket(storage, unverified_ticket, now).digest, client.client_id
+        )
         raise InvalidRequest(error.description) from None
     party = aat.owner
 
     with (
-        counted_if_refused(storage, secrets_at_rest.digest(unverified_ticket)),
+        counted_if_refused(storage, secrets_at_rest.digest(unverified_ticket), client.client_id),
         storage.transaction(),
     ):
         ticket = _open_ticket(storage, unverified_ticket, now)
@@ -140,10 +143,13 @@ def request_authorization(
                 if asked.status == "denied":
                     return Outcome("deny", reason=owner_requests.DENIED_DESCRIPTION)
                 return Outcome("request_submitted", interval=sharing.poll_interval)
-        claims = record_pushed(storage, ticket.digest, party, pushed, limits, now)
-        requests = storage.count_ticket_request(ticket.digest)
-        # A new request on the ticket voids the handles of earlier redirect_required answers.
-        storage.void_claims_handles(ticket.digest)
+        # The claims pushed by this client or shared with it, never another client's (N1).
+        claims = record_pushed(
+            storage, ticket.digest, party, pushed, limits, now, client_id=client.client_id
+        )
+        requests = storage.count_ticket_request(ticket.digest, client.client_id)
+        # A new request of the client voids the handles of its earlier redirect_required answers.
+        storage.void_claims_handles(ticket.digest, client.client_id)
         owner = owner_name(storage, ticket.owner)
         owned = rules(storage, owner)
         if (
@@ -207,10 +213,10 @@ def request_authorization(
             if filed is not None and filed.request is not None and sharing is not None:
                 outcome = Outcome("request_submitted", interval=sharing.poll_interval)
             else:
-                storage.finish_ticket(ticket.digest)
+                finish_for(storage, ticket.digest, client.client_id)
                 outcome = Outcome("deny", reason=filed.reason if filed else None)
         elif requests >= MAX_TICKET_REQUESTS:
-            storage.finish_ticket(ticket.digest)
+            finish_for(storage, ticket.digest, client.client_id)
             outcome = Outcome("deny", reason=OUT_OF_REQUESTS)
         elif decision.redirect is not None:
             handle = gathering.make_handle(

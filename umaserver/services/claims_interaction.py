@@ -194,13 +194,15 @@ def share(
             client_id=visit.client.client_id,
             now=now,
         )
-        held = storage.gathered_claims(ticket.digest, user.sub)
+        # Shared with this client: they serve its requests with the ticket, no other's.
+        agreed = visit.client.client_id
+        held = storage.gathered_claims(ticket.digest, user.sub, agreed)
         for issuer, subject in {(c.issuer, c.subject) for c in claims}:
             if any(h.issuer == issuer and h.subject != subject for h in held):
-                storage.forget_issuer_claims(ticket.digest, user.sub, issuer)
+                storage.forget_issuer_claims(ticket.digest, user.sub, issuer, agreed)
         try:
             within_ticket_bound(
-                storage.gathered_claims(ticket.digest, user.sub), tuple(claims), limits
+                storage.gathered_claims(ticket.digest, user.sub, agreed), tuple(claims), limits
             )
         except InvalidRequest as error:
             raise GatheringFailed("invalid_request", error.description) from None

@@ -332,13 +332,15 @@ def share(
                 now=now,
             )
             party = handle.requesting_party
-            held = storage.gathered_claims(ticket.digest, party)
+            # Shared with this client: they serve its requests with the ticket, no other's.
+            agreed = visit.client.client_id
+            held = storage.gathered_claims(ticket.digest, party, agreed)
             for issuer, subject in {(c.issuer, c.subject) for c in claims}:
                 if any(h.issuer == issuer and h.subject != subject for h in held):
-                    storage.forget_issuer_claims(ticket.digest, party, issuer)
+                    storage.forget_issuer_claims(ticket.digest, party, issuer, agreed)
             try:
                 within_ticket_bound(
-                    storage.gathered_claims(ticket.digest, party), tuple(claims), limits
+                    storage.gathered_claims(ticket.digest, party, agreed), tuple(claims), limits
                 )
             except InvalidRequest as error:
                 raise GatheringFailed("invalid_request", error.description) from None
@@ -351,7 +353,7 @@ def share(
                     ticket.permissions,
                     Supplier.of(visit.client.client_id, visit.client.push_claim_types, verifiers),
                     party,
-                    storage.gathered_claims(ticket.digest, party),
+                    storage.gathered_claims(ticket.digest, party, agreed),
                     now=now,
                 )
             except MissingResourceSet:

@@ -2,7 +2,9 @@
 UMA 1.0 authorization request (claim objects) and the UMA 2.0 grant (a claim token, as the claim
 object it stands for): verified outside the write lock, then, in the request's transaction,
 remembered against replay, kept to one subject per issuer, bounded, and recorded against the
-ticket. A request refused for its claims still counts toward the ticket's requests.
+ticket and the client that pushed them: they serve that client's requests with the ticket, never
+another's (issue 27, N1), and `[limits] claims_per_ticket` and the ticket's 10 requests count per
+client. A request refused for its claims still counts toward its client's requests.
 """
 
 from __future__ import annotations
@@ -62,12 +64,14 @@ def record_pushed(
     limits: Limits,
     now: int,
     *,
+    client_id: str,
     record: bool = True,
 ) -> list[Claim]:
-    """Records `pushed` against the ticket for `party`, in the caller's transaction: each
-    assertion's use remembered (a replay raises InvalidRequest, rolling the request back), the
-    word of an issuer about another subject than before replacing what it said, within
-    `[limits] claims_per_ticket`. Returns every claim the ticket now holds for the party. With
+    """Records `pushed` (by the client `client_id`) against the ticket for `party`, in the
+    caller's transaction: each assertion's use remembered (a replay raises InvalidRequest, rolling
+    the request back), the word of an issuer about another subject than before replacing what it
+    said, within `[limits] claims_per_ticket`. Returns every claim the ticket now holds for the
+    party and this client (another client's are neither read nor counted). With
     `record` false the claims themselves are left for the caller to record (`record_claims`),
     should the ticket go on."""
     for assertion in pushed.assertions:
@@ -80,7 +84,7 @@ def record_pushed(
                 f"{assertion.kind} refused: the {assertion.kind} {echo(assertion.assertion_id)}"
                 f" of {assertion.issuer} was presented before (replay: {collision})."
             )
-    held = _keep_one_subject_per_issuer(storage, ticket_digest, party, pushed.assertions)
+    held = _keep_one_subject_per_issuer(storage, ticket_digest, party, client_id, pushed.assertions)
     within_ticket_bound(held, pushed.claims, limits)
     if record:
         storage.record_claims(ticket_digest, party, pushed.claims)
@@ -102,20 +106,20 @@ def _replay(uses: list[AssertionUse], assertion: Assertion, ticket: str, party: 
 
 
 def _keep_one_subject_per_issuer(
-    storage: Storage, ticket: str, party: str, assertions: Iterable[Assertion]
+    storage: Storage, ticket: str, party: str, client_id: str, assertions: Iterable[Assertion]
 ) -> list[Claim]:
-    """One subject per issuer per ticket: the word of an issuer about another subject than the
-    one it spoke of before on this ticket replaces everything that issuer said here before, so
-    claims about two people never combine. (`read_claim_objects` refused two in one request.)
-    Returns the claims the ticket still holds for this party."""
-    held = storage.gathered_claims(ticket, party)
+    """One subject per issuer per ticket and client: the word of an issuer about another subject
+    than the one it spoke of before on this ticket replaces everything that issuer said here
+    before, so claims about two people never combine. (`read_claim_objects` refused two in one
+    request.) Returns the claims the ticket still holds for this party and client."""
+    held = storage.gathered_claims(ticket, party, client_id)
     stored: dict[str, set[str | None]] = {}
     for claim in held:
         stored.setdefault(claim.issuer, set()).add(claim.subject)
     forgotten = set()
     for issuer, subject in dict.fromkeys((a.issuer, a.subject) for a in assertions):
         if subject is not None and stored.get(issuer, {subject}) != {subject}:
-            storage.forget_issuer_claims(ticket, party, issuer)
+            storage.forget_issuer_claims(ticket, party, issuer, client_id)
             forgotten.add(issuer)
     return [claim for claim in held if claim.issuer not in forgotten]
 
@@ -130,20 +134,31 @@ def _recorded(held: list[Claim], pushed: Iterable[Claim]) -> list[Claim]:
     return list(merged.values())
 
 
-def count_refused_request(storage: Storage, digest: str) -> None:
-    """A request refused with invalid_request counts toward the ticket's requests, and nothing
-    else of it is recorded; the last one finishes the ticket."""
+def count_refused_request(storage: Storage, digest: str, client_id: str) -> None:
+    """A request refused with invalid_request counts toward its client's requests with the
+    ticket, and nothing else of it is recorded; the client's last one finishes the ticket (unless
+    another client uses it: `finish_for`)."""
     with storage.transaction():
-        if storage.count_ticket_request(digest) >= MAX_TICKET_REQUESTS:
-            storage.finish_ticket(digest)
+        if storage.count_ticket_request(digest, client_id) >= MAX_TICKET_REQUESTS:
+            finish_for(storage, digest, client_id)
+
+
+def finish_for(storage: Storage, digest: str, client_id: str) -> bool:
+    """Finishes the ticket on a refusal of `client_id`'s request, unless another client made
+    requests with it or holds claims gathered for it: that client's claims and requests stay
+    usable, and a refusal of this one ends nothing of theirs. In the caller's transaction; True
+    when the ticket was finished."""
+    if storage.ticket_used_by_others(digest, client_id):
+        return False
+    return storage.finish_ticket(digest)
 
 
 @contextmanager
-def counted_if_refused(storage: Storage, digest: str) -> Iterator[None]:
+def counted_if_refused(storage: Storage, digest: str, client_id: str) -> Iterator[None]:
     """Counts the request when what it wraps refuses it with invalid_request (after the
     transaction it wraps has rolled back)."""
     try:
         yield
     except InvalidRequest:
-        count_refused_request(storage, digest)
+        count_refused_request(storage, digest, client_id)
         raise

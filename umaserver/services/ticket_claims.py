@@ -1,5 +1,6 @@
-"""The bound on what one ticket holds about its requesting party (`[limits] claims_per_ticket`),
-for claims pushed to the authorization request and claims gathered at `/rqp_claims` alike."""
+"""The bound on what one ticket holds about its requesting party for one client (`[limits]
+claims_per_ticket`), for claims pushed to the authorization request and claims gathered at
+`/rqp_claims` alike: each client's claims are bounded apart, as they serve only that client."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ..storage.records import Claim
 
 def within_ticket_bound(held: list[Claim], claims: tuple[Claim, ...], limits: Limits) -> None:
     """Raises InvalidRequest (rolling the request back) when the claims the ticket holds for this
-    requesting party (`held`) and those this request adds are more than `[limits]
+    requesting party and client (`held`) and those this request adds are more than `[limits]
     claims_per_ticket`."""
     if not claims:
         return

@@ -46,6 +46,7 @@ from .pushed_claims import (
     MAX_TICKET_REQUESTS,
     count_refused_request,
     counted_if_refused,
+    finish_for,
     read_pushed,
     record_pushed,
 )
@@ -145,10 +146,10 @@ def request_rpt(
             error.description, headers={"Retry-After": str(error.retry_after)}
         ) from None
     except ClaimsError as error:
-        count_refused_request(storage, _live_ticket(storage, digest, now).digest)
+        count_refused_request(storage, _live_ticket(storage, digest, now).digest, client.client_id)
         raise InvalidRequest(error.description) from None
     own = f"client:{client.client_id}"
-    with counted_if_refused(storage, digest), storage.transaction():
+    with counted_if_refused(storage, digest, client.client_id), storage.transaction():
         ticket = _live_ticket(storage, digest, now)
         party = ticket.requesting_party or own
         if party.startswith("client:") and party != own:
@@ -170,7 +171,8 @@ def request_rpt(
                 )
                 if asked.status == "denied":
                     return _denied(owner_requests.DENIED_DESCRIPTION)
-                return _submitted(storage, digest, sharing)
+                shared = storage.ticket_used_by_others(digest, client.client_id)
+                return _submitted(storage, digest, sharing, request.ticket if shared else None)
         pct_claims: list[Claim] = []
         if request.pct is not None:
             pct = _own_pct(storage, request.pct, client, now)
@@ -191,11 +193,13 @@ def request_rpt(
             storage.set_ticket_permissions(digest, permissions)
         # Recorded against the ticket only when it goes on (need_info): a grant carries them in
         # its PCT, a refusal keeps nothing.
-        held = record_pushed(storage, digest, party, pushed, limits, now, record=False)
+        held = record_pushed(
+            storage, digest, party, pushed, limits, now, client_id=client.client_id, record=False
+        )
         # Claims serve the client they were pushed by or shared with, never another.
         claims = [claim for claim in held if claim.client_id == client.client_id] + pct_claims
-        requests = storage.count_ticket_request(digest)
-        storage.void_claims_handles(digest)
+        requests = storage.count_ticket_request(digest, client.client_id)
+        storage.void_claims_handles(digest, client.client_id)
         owner = owner_name(storage, ticket.owner)
         can_gather = (
             gatherable(server_issuer, dict(sign_in_providers or {}), has_person=True)
@@ -253,16 +257,17 @@ def request_rpt(
             if filed is not None and filed.request is not None and sharing is not None:
                 if party != ticket.requesting_party:  # the person's, from now on
                     storage.set_ticket_party(digest, party)
-                answer = _submitted(storage, digest, sharing)
+                shared = storage.ticket_used_by_others(digest, client.client_id)
+                answer = _submitted(storage, digest, sharing, request.ticket if shared else None)
             else:
-                storage.finish_ticket(digest)
+                finish_for(storage, digest, client.client_id)
                 answer = _denied(
                     filed.reason
                     if filed is not None and filed.reason
                     else "The resource owner's policies do not allow this access."
                 )
         elif requests >= MAX_TICKET_REQUESTS:
-            storage.finish_ticket(digest)
+            finish_for(storage, digest, client.client_id)
             answer = _denied(
                 "This ticket has had all its requests; ask the resource server for a new one."
             )
@@ -270,8 +275,12 @@ def request_rpt(
             if party != ticket.requesting_party:  # kept with the ticket from now on
                 storage.set_ticket_party(digest, party)
             storage.record_claims(digest, party, pushed.claims)
-            rotated = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
-            storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
+            if storage.ticket_used_by_others(digest, client.client_id):
+                # Rotating would end the ticket another client holds: it goes on as it is.
+                rotated = request.ticket
+            else:
+                rotated = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
+                storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
             answer = _need_info(rotated, decision.need_claims, decision.gathers)
         said = decision.outcome
         said_error = answer.body.get("error") if isinstance(answer.body, dict) else None
@@ -454,11 +463,16 @@ def _issue_pct(
     return pct
 
 
-def _submitted(storage: Storage, digest: str, sharing: SharingSettings) -> Answer:
-    """403 request_submitted (Grant 3.3.6) with the ticket rotated, its request following it."""
-    rotated = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
-    storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
-    storage.move_request(digest, secrets_at_rest.digest(rotated))
+def _submitted(
+    storage: Storage, digest: str, sharing: SharingSettings, kept: str | None = None
+) -> Answer:
+    """403 request_submitted (Grant 3.3.6) with the ticket rotated, its request following it; or
+    with the ticket `kept` as it is, when rotating would end it for another client."""
+    rotated = kept
+    if rotated is None:
+        rotated = secrets_at_rest.new_token(secrets_at_rest.TICKET_PREFIX)
+        storage.rotate_ticket(digest, secrets_at_rest.digest(rotated))
+        storage.move_request(digest, secrets_at_rest.digest(rotated))
     return Answer(
         403,
         {

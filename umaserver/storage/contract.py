@@ -368,8 +368,15 @@ class Tickets(Protocol):
         """The ticket, every pair in the order stored."""
         ...
 
-    def count_ticket_request(self, digest: str) -> int:
-        """Counts one request made with an open ticket; the new count (0: not open)."""
+    def count_ticket_request(self, digest: str, client_id: str | None = None) -> int:
+        """Counts one request made with an open ticket; the new count (0: not open): with
+        `client_id`, of that client's requests with it (each client has its own count; the
+        ticket's `requests` counts every client's), else of every client's."""
+        ...
+
+    def ticket_used_by_others(self, digest: str, client_id: str) -> bool:
+        """Whether a client other than `client_id` made a request counted with the ticket or
+        holds claims gathered for it (a refusal of this client then leaves it open for them)."""
         ...
 
     def consume_ticket(self, digest: str) -> bool:
@@ -397,7 +404,8 @@ class Tickets(Protocol):
 
     def rotate_ticket(self, digest: str, new_digest: str) -> bool:
         """The open ticket `digest` goes on as `new_digest` (UMA 2.0's rotation): the same pairs,
-        owner, client, party, requests and lifetime, and the claims gathered for it; the old digest
+        owner, client, party, requests (each client's too) and lifetime, and the claims gathered
+        for it; the old digest
         is finished (it stops working at once) and its claims handles void. False when it is not
         open."""
         ...
@@ -415,13 +423,14 @@ class Tickets(Protocol):
 
 class ClaimsHandles(Protocol):
     def add_claims_handle(self, handle: ClaimsHandle) -> None:
-        """Stores a new handle and voids every other open handle of its ticket."""
+        """Stores a new handle and voids every other open handle of its ticket and client."""
         ...
 
     def get_claims_handle(self, digest: str) -> ClaimsHandle | None: ...
 
-    def void_claims_handles(self, ticket_digest: str) -> int:
-        """open -> void for the handles of a ticket; how many."""
+    def void_claims_handles(self, ticket_digest: str, client_id: str | None = None) -> int:
+        """open -> void for the handles of a ticket (with `client_id`, only those made for that
+        client); how many."""
         ...
 
     def bind_claims_handle(self, digest: str, binding_digest: str) -> bool:
@@ -439,17 +448,24 @@ class GatheredClaims(Protocol):
     def record_claims(
         self, ticket_digest: str, requesting_party: str, claims: Iterable[Claim]
     ) -> None:
-        """Stores each claim with its subject, replacing a stored one of the same type, name and
-        issuer for this ticket and requesting party."""
+        """Stores each claim with its subject, replacing a stored one of the same type, name,
+        issuer and client (`Claim.client_id`: the client that pushed it or that the person shared
+        it with) for this ticket and requesting party. Two clients' claims never replace each
+        other."""
         ...
 
-    def forget_issuer_claims(self, ticket_digest: str, requesting_party: str, issuer: str) -> int:
+    def forget_issuer_claims(
+        self, ticket_digest: str, requesting_party: str, issuer: str, client_id: str | None = None
+    ) -> int:
         """Forgets every claim this issuer vouched for on this ticket and requesting party (about
-        whichever subject); how many."""
+        whichever subject), with `client_id` only those of that client; how many."""
         ...
 
-    def gathered_claims(self, ticket_digest: str, requesting_party: str) -> list[Claim]:
-        """In no particular order."""
+    def gathered_claims(
+        self, ticket_digest: str, requesting_party: str, client_id: str | None = None
+    ) -> list[Claim]:
+        """In no particular order. With `client_id`, only the claims that serve that client (a
+        decision reads those); without, every client's (for inspection)."""
         ...
 
 

@@ -48,31 +48,39 @@ class Evidence(Handle):
                 "INSERT INTO gathered_claims (ticket_digest, requesting_party, type, name, issuer,"
                 " subject, value, client_id, gathered_at, expires_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (ticket_digest, requesting_party, type, name, issuer) DO UPDATE"
-                " SET value = excluded.value, subject = excluded.subject,"
-                " client_id = excluded.client_id, gathered_at = excluded.gathered_at,"
-                " expires_at = excluded.expires_at",
+                " ON CONFLICT (ticket_digest, requesting_party, type, name, issuer, client_id)"
+                " DO UPDATE SET value = excluded.value, subject = excluded.subject,"
+                " gathered_at = excluded.gathered_at, expires_at = excluded.expires_at",
                 rows,
             )
 
-    def gathered_claims(self, ticket_digest: str, requesting_party: str) -> list[Claim]:
+    def gathered_claims(
+        self, ticket_digest: str, requesting_party: str, client_id: str | None = None
+    ) -> list[Claim]:
         if self._transaction_open:
             self._lock_ticket(ticket_digest)
-        rows = self._all(
-            "SELECT * FROM gathered_claims WHERE ticket_digest = ? AND requesting_party = ?"
-            " ORDER BY type, name, issuer",
-            (ticket_digest, requesting_party),
-        )
+        query = "SELECT * FROM gathered_claims WHERE ticket_digest = ? AND requesting_party = ?"
+        values: tuple[str, ...] = (ticket_digest, requesting_party)
+        if client_id is not None:
+            query += " AND client_id = ?"
+            values += (client_id,)
+        rows = self._all(query + " ORDER BY type, name, issuer, client_id", values)
         return [stored.claim(row) for row in rows]
 
-    def forget_issuer_claims(self, ticket_digest: str, requesting_party: str, issuer: str) -> int:
+    def forget_issuer_claims(
+        self, ticket_digest: str, requesting_party: str, issuer: str, client_id: str | None = None
+    ) -> int:
+        query = (
+            "DELETE FROM gathered_claims WHERE ticket_digest = ? AND requesting_party = ?"
+            " AND issuer = ?"
+        )
+        values: tuple[str, ...] = (ticket_digest, requesting_party, issuer)
+        if client_id is not None:
+            query += " AND client_id = ?"
+            values += (client_id,)
         with self.transaction():
             self._lock_ticket(ticket_digest)
-            return self._write(
-                "DELETE FROM gathered_claims WHERE ticket_digest = ? AND requesting_party = ?"
-                " AND issuer = ?",
-                (ticket_digest, requesting_party, issuer),
-            )
+            return self._write(query, values)
 
     # -- assertion uses (replay) ---------------------------------------------------------------
 

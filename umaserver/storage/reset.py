@@ -45,6 +45,7 @@ FORGOTTEN = (
     "permissions",
     "rpts",
     "ticket_resources",
+    "ticket_requests",
     "tickets",
     "resource_sets",
     # OAuth: PATs and AATs, codes, refresh tokens, consents, initial access tokens.

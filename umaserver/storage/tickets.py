@@ -111,6 +111,11 @@ class Tickets(Handle):
                 (new_digest, digest),
             )
             self._write(
+                "INSERT INTO ticket_requests (ticket_digest, client_id, requests)"
+                " SELECT ?, client_id, requests FROM ticket_requests WHERE ticket_digest = ?",
+                (new_digest, digest),
+            )
+            self._write(
                 "UPDATE gathered_claims SET ticket_digest = ? WHERE ticket_digest = ?",
                 (new_digest, digest),
             )
@@ -137,13 +142,34 @@ class Tickets(Handle):
             self._write("UPDATE tickets SET requesting_party = ? WHERE digest = ?", (party, digest))
         return True
 
-    def count_ticket_request(self, digest: str) -> int:
-        rows = self._write_returning(
+    def count_ticket_request(self, digest: str, client_id: str | None = None) -> int:
+        count = (
             "UPDATE tickets SET requests = requests + 1 WHERE digest = ? AND state = 'open'"
-            " RETURNING requests",
-            (digest,),
+            " RETURNING requests"
         )
-        return int(rows[0]["requests"]) if rows else 0
+        if client_id is None:  # one statement, no transaction of its own
+            rows = self._write_returning(count, (digest,))
+            return int(rows[0]["requests"]) if rows else 0
+        with self.transaction():
+            if not self._write_returning(count, (digest,)):
+                return 0
+            # The ticket's row is locked by the UPDATE above: one client's count at a time.
+            mine = self._write_returning(
+                "INSERT INTO ticket_requests (ticket_digest, client_id, requests) VALUES (?, ?, 1)"
+                " ON CONFLICT (ticket_digest, client_id)"
+                " DO UPDATE SET requests = ticket_requests.requests + 1 RETURNING requests",
+                (digest, client_id),
+            )
+            return int(mine[0]["requests"])
+
+    def ticket_used_by_others(self, digest: str, client_id: str) -> bool:
+        row = self._one(
+            "SELECT EXISTS (SELECT 1 FROM ticket_requests WHERE ticket_digest = ?"
+            " AND client_id != ?) OR EXISTS (SELECT 1 FROM gathered_claims"
+            " WHERE ticket_digest = ? AND client_id != ?) AS used",
+            (digest, client_id, digest, client_id),
+        )
+        return row is not None and bool(row["used"])
 
     def consume_ticket(self, digest: str) -> bool:
         return self._close_ticket(digest, "granted")
@@ -185,7 +211,7 @@ class Tickets(Handle):
 
     def add_claims_handle(self, handle: ClaimsHandle) -> None:
         with self.transaction():
-            self.void_claims_handles(handle.ticket_digest)
+            self.void_claims_handles(handle.ticket_digest, handle.client_id)
             self._write(
                 "INSERT INTO claims_handles (digest, ticket_digest, client_id, requesting_party,"
                 " created_at, expires_at, binding_digest, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -218,11 +244,13 @@ class Tickets(Handle):
             state=row["state"],
         )
 
-    def void_claims_handles(self, ticket_digest: str) -> int:
-        return self._write(
-            "UPDATE claims_handles SET state = 'void' WHERE ticket_digest = ? AND state = 'open'",
-            (ticket_digest,),
+    def void_claims_handles(self, ticket_digest: str, client_id: str | None = None) -> int:
+        query = (
+            "UPDATE claims_handles SET state = 'void' WHERE ticket_digest = ? AND state = 'open'"
         )
+        if client_id is None:
+            return self._write(query, (ticket_digest,))
+        return self._write(query + " AND client_id = ?", (ticket_digest, client_id))
 
     def bind_claims_handle(self, digest: str, binding_digest: str) -> bool:
         return (

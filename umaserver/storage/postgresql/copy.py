@@ -32,6 +32,7 @@ TABLES = (
     "resource_sets",
     "tickets",
     "ticket_resources",
+    "ticket_requests",
     "rpts",
     "permissions",
     "gathered_claims",
