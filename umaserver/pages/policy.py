@@ -20,7 +20,7 @@
   rule by rule (`services.explain`, as `policy explain` says it).
 
 What the page shows (rules, shares and apps as views, the forms as typed, an explanation's words)
-is built in `pages.policy_views`; the routes are here.
+is built in `pages.policy_views`, the set page rendered in `pages.policy_set`; the routes are here.
 
 Signed out: to sign-in and back. A set that is not the signed-in person's is the same 404 page as
 an unknown one. Every form carries the CSRF token; no script anywhere.
@@ -30,13 +30,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from datetime import UTC, datetime
-from typing import Any
 
 from flask import Blueprint, abort, redirect, request
 from werkzeug.wrappers import Response as BaseResponse
 
-from ..policy.rules import ResourceSetRef
 from ..runtime import runtime
 from ..services import (
     explain,
@@ -53,6 +50,16 @@ from ..storage.records import ResourceSet, User
 from . import csrf, sessions
 from . import invitations as invitation_pages
 from .forms import INCOMPLETE, one_field
+from .policy_set import (
+    MAX_ID,
+    check_editing,
+    owned_set,
+    parameter,
+    reference_keys,
+    render_set,
+    set_page,
+    signed_in,
+)
 from .policy_views import (
     ADD_ROW,
     ONE_CLAIM,
@@ -64,9 +71,7 @@ from .policy_views import (
     one_claim,
     rule_fields,
     rule_titles,
-    rule_view,
     said,
-    share_views,
 )
 from .rendering import render
 
@@ -74,123 +79,8 @@ bp = Blueprint("policy", __name__, template_folder="templates")
 log = logging.getLogger("umaserver.policy")
 
 PAGE_SIZE = 50
-MAX_ID = 256  # longer is no _id of ours
 MAX_NAME = 4096
 MAX_CLAIMS_TEXT = 64 * 1024
-
-
-def _when(moment: int) -> str:
-    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _parameter(name: str, limit: int) -> str | None:
-    values = request.args.getlist(name)
-    if len(values) > 1:
-        abort(400, description=f"The parameter {name} is given more than once.")
-    if values and len(values[0]) > limit:
-        abort(400, description=f"The parameter {name} is too long.")
-    return values[0] if values else None
-
-
-def _signed_in() -> User:
-    user = sessions.current_user()
-    assert user is not None  # signin_required
-    return user
-
-
-def _owned_set(user: User, rs_id: str) -> ResourceSet:
-    """The set when it is `user`'s; the 404 page otherwise, the same for an unknown id."""
-    found = storage().find_resource_set(rs_id) if len(rs_id) <= MAX_ID else None
-    if found is None or found.owner != user.sub:
-        abort(404)
-    return found
-
-
-def _set_page(rs_id: str) -> str:
-    return runtime().config.url(f"/policy/resource_set/{rs_id}")
-
-
-def _reference_key() -> bytes:
-    return owner_permissions.reference_key(runtime().config.secret_key)
-
-
-def _reference_keys() -> tuple[bytes, ...]:
-    """Every listed secret key's: a page rendered before a rotation still revokes."""
-    return tuple(map(owner_permissions.reference_key, runtime().config.secret_keys))
-
-
-def _ref(resource_set: ResourceSet) -> ResourceSetRef:
-    return ResourceSetRef(resource_set.id, resource_set.name, resource_set.description.get("type"))
-
-
-# -- the owner's rules ------------------------------------------------------------------------
-
-
-def _editing() -> bool:
-    """Whether owners may make rules of their own here (`[policies] owner_rules`)."""
-    return runtime().config.owner_rules
-
-
-def _check_editing() -> None:
-    if not _editing():
-        abort(403, description="The operator of this server has turned owners' own rules off.")
-
-
-def _render_set(
-    user: User,
-    resource_set: ResourceSet,
-    *,
-    status: int = 200,
-    share_form: ShareForm | None = None,
-    rule_form: RuleForm | None = None,
-    explain_form: ExplainForm | None = None,
-    explained: dict[str, Any] | None = None,
-) -> BaseResponse:
-    store = storage()
-    now = runtime().clock.now()
-    description = resource_set.description
-    ref = _ref(resource_set)
-    file_rules = [
-        rule_view(rule, set_id=resource_set.id)
-        for rule in runtime().policies.rules.rules_for(user.username)
-        if rule.resource_sets.covers(ref)
-    ]
-    shared = share_views(user, resource_set)
-    share_ids = {view.rule_id for view in shared}
-    own = [
-        rule_view(found.rule, found.name, resource_set.id)
-        for found in owner_rules.owner_rules(store, user.username)
-        if found.rule.resource_sets.covers(ref) and found.rule.id not in share_ids
-    ]
-    # How the explanation names each rule: by its title, a share by its person.
-    titles = {view.id: (view.title, "the operator's") for view in file_rules}
-    titles.update({view.id: (view.title, "yours") for view in own})
-    titles.update({view.rule_id: (f"Your share with {view.recipient}", "") for view in shared})
-    granted = owner_permissions.granted_on(store, resource_set.id, now, _reference_key())
-    scopes = [str(scope) for scope in description.get("scopes", [])]
-    return render(
-        "pages/policy_set.html",
-        status,
-        rs=resource_set,
-        name=resource_set.label,
-        type=description.get("type"),
-        icon_uri=description.get("icon_uri"),
-        scopes=scopes,
-        client=store.get_client(resource_set.client_id),
-        shares=shared,
-        share_form=share_form or ShareForm(),
-        file_rules=file_rules,
-        own_rules=own,
-        editing=_editing(),
-        rule_form=rule_form or RuleForm.empty(),
-        rule_form_open=rule_form is not None,
-        permissions=[(g, _when(g.expires_at)) for g in granted],
-        explain_form=explain_form or ExplainForm(scopes=tuple(scopes[:1])),
-        explained=explained,
-        rule_titles=titles,
-        apps=app_choices(),
-        action=f"/policy/resource_set/{resource_set.id}",
-    )
 
 
 # -- the list ----------------------------------------------------------------------------------
@@ -199,9 +89,9 @@ def _render_set(
 @bp.get("/policy")
 @sessions.signin_required
 def policy_list() -> BaseResponse:
-    user = _signed_in()
-    after_id = _parameter("after", MAX_ID)
-    after_name = _parameter("after_name", MAX_NAME)
+    user = signed_in()
+    after_id = parameter("after", MAX_ID)
+    after_name = parameter("after_name", MAX_NAME)
     after = (after_name or "", after_id) if after_id is not None else None
     store = storage()
     now = runtime().clock.now()
@@ -228,20 +118,20 @@ def policy_list() -> BaseResponse:
 @bp.get("/policy/resource_set/<rs_id>")
 @sessions.signin_required
 def policy_set(rs_id: str) -> BaseResponse:
-    user = _signed_in()
-    return _render_set(user, _owned_set(user, rs_id))
+    user = signed_in()
+    return render_set(user, owned_set(user, rs_id))
 
 
 @bp.post("/policy/resource_set/<rs_id>/rules")
 @sessions.signin_required
 def add_rule(rs_id: str) -> BaseResponse:
     csrf.require()
-    _check_editing()
-    user = _signed_in()
-    resource_set = _owned_set(user, rs_id)
+    check_editing()
+    user = signed_in()
+    resource_set = owned_set(user, rs_id)
     fields = rule_fields()
     if ADD_ROW in request.form:
-        return _render_set(user, resource_set, rule_form=RuleForm(fields, extra_rows=1))
+        return render_set(user, resource_set, rule_form=RuleForm(fields, extra_rows=1))
     limits = rule_limits.from_config(runtime().config.limits)
     try:
         rule = owner_rule_form.rule_from_form(user.username, resource_set.id, fields, limits=limits)
@@ -250,13 +140,13 @@ def add_rule(rs_id: str) -> BaseResponse:
             storage(), user.username, rule, runtime().clock.now(), limits=limits
         )
     except owner_rule_form.RuleFormError as refused:
-        return _render_set(
+        return render_set(
             user, resource_set, status=400, rule_form=RuleForm(fields, refused.errors)
         )
     except rule_limits.RuleTooLarge as refused:
         errors = owner_rule_form.limit_errors(refused.excesses)
-        return _render_set(user, resource_set, status=400, rule_form=RuleForm(fields, errors))
-    return redirect(_set_page(rs_id) + "#own-rules", 303)
+        return render_set(user, resource_set, status=400, rule_form=RuleForm(fields, errors))
+    return redirect(set_page(rs_id) + "#own-rules", 303)
 
 
 def _own_rule(user: User, rule_id: str) -> owner_rules.OwnerRule:
@@ -292,9 +182,9 @@ def _render_edit(
 @bp.get("/policy/resource_set/<rs_id>/rules/<rule_id>")
 @sessions.signin_required
 def edit_rule_page(rs_id: str, rule_id: str) -> BaseResponse:
-    _check_editing()
-    user = _signed_in()
-    resource_set = _owned_set(user, rs_id)
+    check_editing()
+    user = signed_in()
+    resource_set = owned_set(user, rs_id)
     rule = _own_rule(user, rule_id).rule
     _not_a_share(user, rule_id)
     fields = owner_rule_form.form_from_rule(rule, resource_set.id)
@@ -305,9 +195,9 @@ def edit_rule_page(rs_id: str, rule_id: str) -> BaseResponse:
 @sessions.signin_required
 def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
     csrf.require()
-    _check_editing()
-    user = _signed_in()
-    resource_set = _owned_set(user, rs_id)
+    check_editing()
+    user = signed_in()
+    resource_set = owned_set(user, rs_id)
     existing = _own_rule(user, rule_id)
     _not_a_share(user, rule_id)
     fields = rule_fields()
@@ -332,16 +222,16 @@ def edit_rule(rs_id: str, rule_id: str) -> BaseResponse:
     except rule_limits.RuleTooLarge as refused:  # its name, from Keycloak's policy API
         errors = owner_rule_form.limit_errors(refused.excesses)
         return _render_edit(user, resource_set, rule_id, RuleForm(fields, errors), 400)
-    return redirect(_set_page(rs_id) + "#own-rules", 303)
+    return redirect(set_page(rs_id) + "#own-rules", 303)
 
 
 @bp.post("/policy/resource_set/<rs_id>/rules/<rule_id>/delete")
 @sessions.signin_required
 def delete_rule(rs_id: str, rule_id: str) -> BaseResponse:
     csrf.require()
-    _check_editing()
-    user = _signed_in()
-    _owned_set(user, rs_id)
+    check_editing()
+    user = signed_in()
+    owned_set(user, rs_id)
     try:
         if not owner_rules.delete_owner_rule(
             storage(), user.username, rule_id, runtime().clock.now()
@@ -349,7 +239,7 @@ def delete_rule(rs_id: str, rule_id: str) -> BaseResponse:
             abort(404)
     except owner_rules.ShareRule as share:
         abort(400, description=str(share))
-    return redirect(_set_page(rs_id) + "#own-rules", 303)
+    return redirect(set_page(rs_id) + "#own-rules", 303)
 
 
 # -- shares ------------------------------------------------------------------------------------
@@ -359,8 +249,8 @@ def delete_rule(rs_id: str, rule_id: str) -> BaseResponse:
 @sessions.signin_required
 def share(rs_id: str) -> BaseResponse:
     csrf.require()
-    user = _signed_in()
-    resource_set = _owned_set(user, rs_id)
+    user = signed_in()
+    resource_set = owned_set(user, rs_id)
     to = one_field("to", 4 * shares.TO_LENGTH)
     until_text = one_field("until", 64)
     scopes = request.form.getlist("scopes")
@@ -395,47 +285,45 @@ def share(rs_id: str) -> BaseResponse:
         except shares.ShareRefused as refused:
             errors[refused.field] = refused.message
     if errors:
-        return _render_set(user, resource_set, status=400, share_form=replace(form, errors=errors))
+        return render_set(user, resource_set, status=400, share_form=replace(form, errors=errors))
     if invited is not None:
         invitation_pages.remember_link(invited, rs_id)
-        return redirect(_set_page(rs_id) + "#new-link", 303)
-    return redirect(_set_page(rs_id) + "#shares", 303)
+        return redirect(set_page(rs_id) + "#new-link", 303)
+    return redirect(set_page(rs_id) + "#shares", 303)
 
 
 @bp.post("/policy/resource_set/<rs_id>/shares/<rule_id>/stop")
 @sessions.signin_required
 def stop_sharing(rs_id: str, rule_id: str) -> BaseResponse:
     csrf.require()
-    user = _signed_in()
-    _owned_set(user, rs_id)
+    user = signed_in()
+    owned_set(user, rs_id)
     # Stopped already: the page shows it is gone either way.
     shares.stop_sharing(storage(), user.sub, rule_id, runtime().clock.now())
-    return redirect(_set_page(rs_id) + "#shares", 303)
+    return redirect(set_page(rs_id) + "#shares", 303)
 
 
 @bp.post("/policy/resource_set/<rs_id>/permissions/revoke")
 @sessions.signin_required
 def revoke_permission(rs_id: str) -> BaseResponse:
     csrf.require()
-    user = _signed_in()
-    _owned_set(user, rs_id)
+    user = signed_in()
+    owned_set(user, rs_id)
     sent = request.form.getlist("permission")
     if len(sent) != 1 or not sent[0] or len(sent[0]) > 128:
         abort(400, description=INCOMPLETE)
     # Revoked already (or never granted): the page shows it is gone either way.
-    if owner_permissions.revoke(
-        storage(), rs_id, sent[0], _reference_keys(), runtime().clock.now()
-    ):
+    if owner_permissions.revoke(storage(), rs_id, sent[0], reference_keys(), runtime().clock.now()):
         log.info("permission revoked owner=%r resource_set=%r", user.username, rs_id)
-    return redirect(_set_page(rs_id) + "#permissions", 303)
+    return redirect(set_page(rs_id) + "#permissions", 303)
 
 
 @bp.post("/policy/resource_set/<rs_id>/explain")
 @sessions.signin_required
 def explain_decision(rs_id: str) -> BaseResponse:
     csrf.require()
-    user = _signed_in()
-    resource_set = _owned_set(user, rs_id)
+    user = signed_in()
+    resource_set = owned_set(user, rs_id)
     client = request.form.get("client", "").strip()
     party_name = request.form.get("as", "").strip()
     scopes = tuple(scope for scope in request.form.getlist("scopes") if scope)
@@ -491,4 +379,4 @@ def explain_decision(rs_id: str) -> BaseResponse:
         errors=errors,
         **one,
     )
-    return _render_set(user, resource_set, status=status, explain_form=form, explained=explained)
+    return render_set(user, resource_set, status=status, explain_form=form, explained=explained)
