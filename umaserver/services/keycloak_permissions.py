@@ -36,7 +36,7 @@ from ..storage.records import Claim, Client, RequestedPermission, ResourceSet, R
 from . import access_history, decision_log, notices, owner_requests
 from .decision import RulesFor, Supplier, decide_ticket, owner_name
 from .signing_keys import JwtRpts
-from .uma_grant import Answer, grant_rpt, own_rpt, read_claim_token
+from .uma_answers import Answer, grant_rpt, own_rpt, read_claim_token
 
 RESPONSE_MODES = ("decision", "permissions")
 # `#S` looks at this many of the audience's sets at most (oldest first).
