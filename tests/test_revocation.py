@@ -11,7 +11,9 @@ from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from flask.testing import FlaskClient
 from werkzeug.datastructures import MultiDict
 
-from .conftest import FakeClock, Store
+from umaserver.api import rpt as rpt_api
+
+from .conftest import FakeClock, Store, revoke_token
 from .test_grants import Web, assert_error, verifier
 
 
@@ -147,3 +149,26 @@ def test_bad_revocation_requests(
 
 def test_revoke_answers_only_post(http: FlaskClient) -> None:
     assert http.get("/revoke").status_code == 405
+
+
+def test_an_aat_revoked_while_its_rpt_request_runs_gets_no_rpt(
+    web: Web, http: FlaskClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The revocation commits after the request authenticated its AAT and before it holds it:
+    # the request answers 401 and leaves no RPT behind the revoked AAT.
+    aat = web.tokens("uma_authorization")["access_token"]
+    authenticated = rpt_api.authenticate
+
+    def revoked_meanwhile(scope: str) -> Any:
+        held = authenticated(scope)
+        assert revoke_token(web.store, aat)
+        return held
+
+    monkeypatch.setattr(rpt_api, "authenticate", revoked_meanwhile)
+    answer = http.post("/rpt", headers={"Authorization": f"Bearer {aat}"})
+    assert_error(answer, 401, "invalid_token")
+    assert 'error="invalid_token"' in answer.headers["WWW-Authenticate"]
+    monkeypatch.undo()
+    assert_error(
+        http.post("/rpt", headers={"Authorization": f"Bearer {aat}"}), 401, "invalid_token"
+    )

@@ -15,7 +15,7 @@ from flask import Flask, Response, current_app, has_request_context
 from werkzeug.exceptions import HTTPException
 
 from . import events
-from .errors import APIError, ServerError, StorageUnavailableError
+from .errors import APIError, InvalidToken, ServerError, StorageUnavailableError
 from .storage.errors import StorageUnavailable
 
 log = logging.getLogger("umaserver")
@@ -62,7 +62,11 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"))
 
 
 def render(error: APIError) -> Response:
-    return error_response(error.status, error.error, error.description, error.headers, error.extra)
+    headers = error.headers
+    if isinstance(error, InvalidToken) and "WWW-Authenticate" not in headers:
+        # RFC 6750 3: every 401 of a bearer token names the scheme, wherever it was raised.
+        headers = {**headers, "WWW-Authenticate": 'Bearer error="invalid_token"'}
+    return error_response(error.status, error.error, error.description, headers, error.extra)
 
 
 # Flask's own errors keep their status and useful headers (Allow) but speak our JSON.

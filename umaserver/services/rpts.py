@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import events, secrets_at_rest
 from ..config import Lifetimes
+from ..errors import InvalidToken
 from ..storage import Storage
 from ..storage.records import AccessToken, Permission, RequestedPermission, ResourceSet, Rpt
 from . import signing_keys
@@ -41,7 +42,7 @@ def issue_rpt(
     permissions, with `jwt`)."""
     if jwt is not None:
         with storage.transaction():
-            hold_aat(storage, aat)
+            hold_aat(storage, aat, now)
             storage.revoke_rpts_of(aat.digest)
             return mint_jwt(
                 storage,
@@ -66,20 +67,26 @@ def issue_rpt(
         expires_at=now + lifetime,
     )
     with storage.transaction():
-        hold_aat(storage, aat)
+        hold_aat(storage, aat, now)
         storage.revoke_rpts_of(aat.digest)
         storage.add_rpt(record)
         events.issued("rpt")
     return rpt, record
 
 
-def hold_aat(storage: Storage, aat: AccessToken) -> None:
+def hold_aat(storage: Storage, aat: AccessToken, now: int) -> None:
     """Holds the AAT until the caller's transaction ends, so that the transactions that issue or
     grant under one AAT take turns: each finds the live RPT the one before it left (or made), and
     an AAT has one live RPT under any concurrency. On PostgreSQL the read locks the AAT's row
     (`get_access_token` in a transaction); SQLite's transaction holds the whole database. Taken
-    before any RPT of the AAT is read, as revocations do (the AAT, then its RPTs)."""
-    storage.get_access_token(aat.digest)
+    before any RPT of the AAT is read, as revocations do (the AAT, then its RPTs).
+
+    InvalidToken (401, nothing written) when the AAT, live when the request was authenticated, was
+    revoked or expired since: a revocation that commits in between would otherwise leave an RPT
+    behind it."""
+    held = storage.get_access_token(aat.digest)
+    if held is None or held.revoked or held.expires_at <= now:
+        raise InvalidToken()
 
 
 def issue_client_rpt(
@@ -151,7 +158,7 @@ def grant(
     on, and returns that RPT. With `jwt`, that is a new JWT with every live permission of the AAT's
     party and client (the RPT sent among them when it is one of theirs). Called inside the
     caller's transaction (the authorization request's), which holds the AAT (`hold_aat`)."""
-    hold_aat(storage, aat)
+    hold_aat(storage, aat, now)
     if jwt is not None:
         rpt, _ = mint_jwt(
             storage,
