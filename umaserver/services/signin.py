@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .. import secrets_at_rest
-from ..config import SigninSettings
+from ..config import MAX_PASSWORD_LENGTH, SigninSettings
 from ..storage import Storage
 from ..storage.records import User
 
 log = logging.getLogger("umaserver.signin")
 
-# Longer usernames and passwords are refused without a check (they cost hashing time and log space).
+# Longer usernames and passwords (config.MAX_PASSWORD_LENGTH, 1,024) are refused without a check
+# (they cost hashing time and log space).
 MAX_USERNAME_LENGTH = 256
-MAX_PASSWORD_LENGTH = 1024
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,19 @@ class Outcome:
     kind: Literal["signed_in", "failed", "locked"]
     user: User | None = None
     retry_at: int = 0
+
+
+def password_problem(password: str, settings: SigninSettings) -> str | None:
+    """Why `password` may not be a person's new password, as a sentence; None when it may: at
+    least `[signin] min_password_length` characters, and at most what sign-in reads (a longer one
+    could never sign in)."""
+    if len(password) < settings.min_password_length:
+        return f"Choose a password of at least {settings.min_password_length} characters."
+    if len(password) > MAX_PASSWORD_LENGTH:
+        return (
+            f"Choose a password of at most {MAX_PASSWORD_LENGTH} characters: sign-in reads no more."
+        )
+    return None
 
 
 def failure_keys(username: str, address: str) -> tuple[str, str]:
