@@ -266,6 +266,9 @@ def test_the_example_is_complete_but_has_no_secret(tmp_path: Path) -> None:
     assert config.fetch == FetchSettings()
     assert config.maintenance.prune_interval == 300
     assert config.registration.open is False
+    # Open registration's limit is shown commented out, beside the one `open = false`.
+    assert text.count("\nopen = false\n") == 1
+    assert "\n# per_address_per_hour = 20\n" in text
     assert config.policies == tmp_path / "policies.example.toml"
     assert config.owner_rules is True
 
