@@ -125,7 +125,7 @@ def test_carol_makes_an_account_through_the_link(
     submit(browser, "form[action$='/account'] button[type=submit]")
     assert (
         browser.find_element(By.ID, "error-password").text
-        == "Choose a password of at least 8 characters."
+        == "Choose a password of at least 12 characters."
     )
     shots.take("account-error")
     type_into(browser, "password", "carol's password")

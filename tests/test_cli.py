@@ -96,14 +96,16 @@ def test_user_create_takes_json_values_and_password_from_stdin(cli: CLI, store: 
 
 def test_user_list_set_password_and_delete(cli: CLI, store: Store) -> None:
     alice = cli.json("user", "create", "alice")["sub"]
-    bob = cli.json("user", "create", "bob", "--password-stdin", input="old one\n")["sub"]
+    bob = cli.json("user", "create", "bob", "--password-stdin", input="old passphrase\n")["sub"]
     assert cli.json("user", "list") == {
         "users": [
             {"username": "alice", "sub": alice, "links": []},
             {"username": "bob", "sub": bob, "links": []},
         ]
     }
-    assert cli.json("user", "set-password", "bob", "--password-stdin", input="new one\n") == {
+    assert cli.json(
+        "user", "set-password", "bob", "--password-stdin", input="new passphrase\n"
+    ) == {
         "username": "bob",
         "password_set": True,
         "sessions_ended": 0,
@@ -111,8 +113,8 @@ def test_user_list_set_password_and_delete(cli: CLI, store: Store) -> None:
     found = stored_user(store, "bob")
     assert found is not None and found.password_hash is not None
     assert found.password_hash.startswith("$argon2id$")
-    assert secrets_at_rest.check_password("new one", found.password_hash)
-    assert not secrets_at_rest.check_password("old one", found.password_hash)
+    assert secrets_at_rest.check_password("new passphrase", found.password_hash)
+    assert not secrets_at_rest.check_password("old passphrase", found.password_hash)
     assert cli.json("user", "delete", "bob") == {"deleted": "bob"}
     assert stored_user(store, "bob") is None
     assert cli.json("user", "list") == {"users": [{"username": "alice", "sub": alice, "links": []}]}
@@ -127,6 +129,21 @@ def test_user_list_set_password_and_delete(cli: CLI, store: Store) -> None:
             "There is no user 'nobody'.",
         ),
         (("user", "set-password", "alice", "--password-stdin"), "\n", "No password was read"),
+        (
+            ("user", "set-password", "alice", "--password-stdin"),
+            "eleven char\n",
+            "Choose a password of at least 12 characters.",
+        ),
+        (
+            ("user", "set-password", "alice", "--password-stdin"),
+            "p" * 1025 + "\n",
+            "Choose a password of at most 1024 characters: sign-in reads no more.",
+        ),
+        (
+            ("user", "create", "carol", "--password-stdin"),
+            "eleven char\n",
+            "Choose a password of at least 12 characters.",
+        ),
         (("user", "delete", "nobody"), None, "There is no user 'nobody'."),
     ],
 )

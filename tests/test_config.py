@@ -75,6 +75,8 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
         900,
     )
     assert config.signin.account_max_failures == 20
+    assert config.signin.min_password_length == 12
+    assert config.registration.per_address_per_hour == 20
     assert SECRET not in repr(config)
 
 
@@ -202,6 +204,21 @@ def test_defaults_and_relative_paths(tmp_path: Path) -> None:
         ),
         (GOOD + "signin = 5\n", ["signin: must be a table, not an integer"]),
         (
+            GOOD + "[signin]\nmin_password_length = 0\n",
+            ["signin.min_password_length: must be greater than 0"],
+        ),
+        (
+            GOOD + "[signin]\nmin_password_length = 1025\n",
+            [
+                "signin.min_password_length: must be at most 1024 (the longest password sign-in"
+                " reads)"
+            ],
+        ),
+        (
+            GOOD + "[registration]\nper_address_per_hour = 0\n",
+            ["registration.per_address_per_hour: must be greater than 0"],
+        ),
+        (
             GOOD + "[signin]\nmax_failures = 10\naccount_max_failures = 9\n",
             [
                 "signin.account_max_failures: must be at least max_failures (the account from"
@@ -264,6 +281,9 @@ def test_the_example_is_complete_but_has_no_secret(tmp_path: Path) -> None:
     assert config.fetch == FetchSettings()
     assert config.maintenance.prune_interval == 300
     assert config.registration.open is False
+    # Open registration's limit is shown commented out, beside the one `open = false`.
+    assert text.count("\nopen = false\n") == 1
+    assert "\n# per_address_per_hour = 20\n" in text
     assert config.policies == tmp_path / "policies.example.toml"
     assert config.owner_rules is True
 
@@ -308,6 +328,10 @@ def test_fetch_settings_are_read_and_checked(tmp_path: Path) -> None:
 def test_registration_may_be_opened(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, GOOD + "[registration]\nopen = true\n"))
     assert config.registration.open is True
+    limited = "[registration]\nopen = true\nper_address_per_hour = 3\n"
+    assert load_config(write(tmp_path, GOOD + limited)).registration.per_address_per_hour == 3
+    shorter = "[signin]\nmin_password_length = 8\n"
+    assert load_config(write(tmp_path, GOOD + shorter)).signin.min_password_length == 8
 
 
 # -- claims, SAML identity providers, OpenID Connect issuers -------------------------------------

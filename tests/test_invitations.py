@@ -360,24 +360,38 @@ def test_a_new_person_makes_an_account_and_accepts(
 @pytest.mark.parametrize(
     ("form", "field", "sentence"),
     [
-        ({"username": "", "password": "p" * 8, "again": "p" * 8}, "username", "Choose a username"),
         (
-            {"username": "bob", "password": "p" * 8, "again": "p" * 8},
+            {"username": "", "password": "p" * 12, "again": "p" * 12},
+            "username",
+            "Choose a username",
+        ),
+        (
+            {"username": "bob", "password": "p" * 12, "again": "p" * 12},
             "username",
             "This username is taken: choose another.",
         ),
         (
-            {"username": "client:x", "password": "p" * 8, "again": "p" * 8},
+            {"username": "client:x", "password": "p" * 12, "again": "p" * 12},
             "username",
             "The username must not contain ':'",
         ),
         (
             {"username": "carol", "password": "short", "again": "short"},
             "password",
-            "Choose a password of at least 8 characters.",
+            "Choose a password of at least 12 characters.",
         ),
         (
-            {"username": "carol", "password": "p" * 8, "again": "q" * 8},
+            {"username": "carol", "password": "p" * 11, "again": "p" * 11},
+            "password",
+            "Choose a password of at least 12 characters.",
+        ),
+        (  # longer than sign-in reads: it could never sign in
+            {"username": "carol", "password": "p" * 1025, "again": "p" * 1025},
+            "password",
+            "Choose a password of at most 1024 characters: sign-in reads no more.",
+        ),
+        (
+            {"username": "carol", "password": "p" * 12, "again": "q" * 12},
             "again",
             "The two passwords are not the same",
         ),

@@ -269,6 +269,14 @@ def test_prune_removes_only_what_a_seed_created(seeding: CLI, tmp_path: Path) ->
             " NO_SUCH_VARIABLE is not set",
         ),
         (
+            SEED.replace('"alice\'s long password"', '"eleven char"'),
+            "seed.toml: line 4: users[0].password: Choose a password of at least 12 characters.",
+        ),
+        (
+            SEED.replace('"alice\'s long password"', '"' + "p" * 1025 + '"'),
+            "seed.toml: line 4: users[0].password: Choose a password of at most 1024 characters",
+        ),
+        (
             SEED.replace('username = "bob"', 'username = "client:bob"'),
             "seed.toml: line 8: users[1].username: The username must not contain ':'",
         ),

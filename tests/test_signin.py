@@ -331,11 +331,33 @@ def test_pruning_forgets_ended_sessions_and_old_failures(
 def test_a_new_password_ends_the_sessions(http: FlaskClient, alice: str, cli: CLI) -> None:
     sign_in(http, alice, "correct horse")
     assert signed_in_as(http) == "alice"
-    done = cli.json("user", "set-password", "alice", "--password-stdin", input="new horse\n")
+    done = cli.json(
+        "user", "set-password", "alice", "--password-stdin", input="new horse battery\n"
+    )
     assert done["sessions_ended"] == 1
     assert signed_in_as(http) is None
     assert error_of(sign_in(http, alice, "correct horse")) is not None
-    assert sign_in(http, alice, "new horse").status_code == 303
+    assert sign_in(http, alice, "new horse battery").status_code == 303
+
+
+def test_user_unlock_ends_the_lockouts_of_a_name_from_everywhere(
+    http: FlaskClient, alice: str, cli: CLI
+) -> None:
+    for n in range(20):  # alice locked from 192.0.2.1 (5 of its own) and from everywhere (20)
+        sign_in(http, alice, "wrong", environ_base={"REMOTE_ADDR": f"192.0.2.{1 + n % 4}"})
+    sign_in(http, "nobody", "guess")  # a name that is no account is counted too
+    for address in ("192.0.2.1", "198.51.100.9"):
+        locked = sign_in(http, alice, "correct horse", environ_base={"REMOTE_ADDR": address})
+        assert locked.status_code == 429
+    assert cli.json("user", "unlock", "alice") == {
+        "username": "alice",
+        "unlocked": True,
+        "failures_forgotten": 40,  # 20 of the account, 20 of the account from its 4 addresses
+    }
+    again = sign_in(http, alice, "correct horse", environ_base={"REMOTE_ADDR": "192.0.2.1"})
+    assert again.status_code == 303
+    assert cli.json("user", "unlock", "nobody")["failures_forgotten"] == 2
+    assert cli.json("user", "unlock", "nobody")["failures_forgotten"] == 0
 
 
 def test_deleting_a_user_ends_their_sessions(http: FlaskClient, alice: str, cli: CLI) -> None:

@@ -29,6 +29,9 @@ T = TypeVar("T")
 
 CONFIG_ENV = "UMASERVER_CONFIG"
 MIN_SECRET_LENGTH = 32
+# The longest password sign-in reads (a longer one is refused unchecked): so also the longest one
+# a person may be given.
+MAX_PASSWORD_LENGTH = 1024
 
 
 class ConfigError(Exception):
@@ -119,6 +122,9 @@ class SigninSettings:
     account_max_failures: int = 20
     window: int = 900
     lockout: int = 900
+    # The fewest characters of a password `user create`, `user set-password`, `seed apply` and the
+    # invitation form accept (the most is what sign-in reads: MAX_PASSWORD_LENGTH).
+    min_password_length: int = 12
 
 
 @dataclass(frozen=True)
@@ -138,6 +144,9 @@ class RegistrationSettings:
     # Whether anyone may register a client at /register; when false (the default), registering
     # takes an initial access token from `registration-token issue`.
     open: bool = False
+    # Open registration: at most this many clients registered from one address (after
+    # `[server] trusted_proxies`) in any hour; one with an initial access token is not counted.
+    per_address_per_hour: int = 20
 
 
 @dataclass(frozen=True)
@@ -470,6 +479,9 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     section = top.section("registration")
     registration = RegistrationSettings(
         open=section.take("open", bool, RegistrationSettings.open),
+        per_address_per_hour=section.take(
+            "per_address_per_hour", int, RegistrationSettings.per_address_per_hour, positive
+        ),
     )
     section.finish()
 
@@ -486,7 +498,13 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
     signin = SigninSettings(
         **{
             name: section.take(name, int, getattr(SigninSettings, name), positive)
-            for name in ("max_failures", "account_max_failures", "window", "lockout")
+            for name in (
+                "max_failures",
+                "account_max_failures",
+                "window",
+                "lockout",
+                "min_password_length",
+            )
         }
     )
     section.finish()
@@ -494,6 +512,11 @@ def parse_config(data: dict[str, Any], base: Path, source: Path | None = None) -
         errors.append(
             "signin.account_max_failures: must be at least max_failures (the account from"
             " anywhere counts every address's failures)"
+        )
+    if signin.min_password_length > MAX_PASSWORD_LENGTH:
+        errors.append(
+            f"signin.min_password_length: must be at most {MAX_PASSWORD_LENGTH} (the longest"
+            " password sign-in reads)"
         )
     section = top.section("fetch")
     fetch = FetchSettings(

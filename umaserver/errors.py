@@ -156,6 +156,15 @@ class TemporarilyUnavailable(APIError):
     description = "The claims cannot be checked right now; try again shortly."
 
 
+class TooManyRequests(APIError):
+    """A limit on requests from one address is reached (open registration's per hour); nothing
+    was done, and the same request may succeed after Retry-After seconds."""
+
+    status = 429
+    error = "temporarily_unavailable"
+    description = "Too many requests from this address; try again later."
+
+
 class StorageUnavailableError(APIError):
     """The database cannot be read or written right now (read-only, a full disk, an I/O error);
     nothing was changed, and the same request may succeed shortly."""

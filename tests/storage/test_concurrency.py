@@ -329,3 +329,20 @@ def test_racers_applying_seeds_take_turns(store_factory: StoreFactory) -> None:
     assert store_factory().seeded_parties() == [
         SeededParty("user", f"{index:02}") for index in range(RACERS)
     ]
+
+
+def test_racers_holding_a_signin_key_count_and_add_one_at_a_time(
+    store_factory: StoreFactory,
+) -> None:
+    # What sign-in does before it checks a password: count the key's failures and add one only
+    # while fewer than 5, all under the key's hold. Of 16 racers exactly 5 add one.
+    def reserve(handle: Storage, _: int) -> bool:
+        with handle.transaction():
+            handle.hold_signin_key("address:k")
+            if len(handle.signin_failures_since("address:k", 0)) >= 5:
+                return False
+            handle.record_signin_failure("address:k", T)
+            return True
+
+    assert sum(race(store_factory, reserve)) == 5
+    assert len(store_factory().signin_failures_since("address:k", 0)) == 5

@@ -1539,6 +1539,19 @@ def test_signin_failures_are_counted_per_key_since_a_moment(store: Storage) -> N
     assert store.signin_failures_since("account:b", 0) == [T]
 
 
+def test_signin_failures_are_cleared_under_a_prefix(store: Storage) -> None:
+    # The prefix is compared as text: '_' and '%' are no wildcards.
+    for key in ("address:a_b:1", "address:a_b:2", "address:axb:1", "address:a%b:1", "account:a_b"):
+        store.record_signin_failure(key, T)
+    with store.transaction():
+        store.hold_signin_key("account:a_b")  # a lock held to the end of the transaction
+        assert store.clear_signin_failures_under("address:a_b:") == 2
+    assert store.signin_failures_since("address:axb:1", 0) == [T]
+    assert store.signin_failures_since("address:a%b:1", 0) == [T]
+    assert store.signin_failures_since("account:a_b", 0) == [T]
+    assert store.clear_signin_failures_under("address:a%") == 1
+
+
 def test_old_signin_failures_are_forgotten_in_batches(store: Storage) -> None:
     for i in range(3):
         store.record_signin_failure(f"k{i}", T - 10 - i)

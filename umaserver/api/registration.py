@@ -18,6 +18,7 @@ token presented; deleting needs no new one.
 from __future__ import annotations
 
 import re
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from flask import Blueprint, Response, request
@@ -28,7 +29,7 @@ from ..errors import InvalidRequest, InvalidToken, MissingToken, echo
 from ..fetching import running
 from ..fetching.queue import client_uris, queue_client
 from ..runtime import runtime
-from ..services import clients
+from ..services import clients, registration_limit, signin
 from ..services.clients import ClientSettings
 from ..storage.per_request import storage
 from ..storage.records import Client
@@ -131,12 +132,31 @@ def register() -> Response:
     settings = _checked(
         read_settings(_body()), allowed, "by the initial access token (or without one)"
     )
-    issued = clients.create_client(storage(), runtime().clock.now(), settings, dynamic=True)
+    now = runtime().clock.now()
+    with _counted(now):
+        issued = clients.create_client(storage(), now, settings, dynamic=True)
     _queue_uris(issued.client)
     secrets: dict[str, Any] = {"registration_access_token": issued.registration_token}
     if issued.secret is not None:
         secrets["client_secret"] = issued.secret
     return _answer(issued.client, 201, secrets)
+
+
+def _counted(now: int) -> AbstractContextManager[None]:
+    """Open registration (no initial access token) is counted against the address's limit
+    (`services.registration_limit`); the address is the one sign-in counts (after
+    `[server] trusted_proxies`)."""
+    if _bearer_token() is not None:
+        return nullcontext()
+    config = runtime().config
+    address = signin.client_address(
+        request.remote_addr,
+        request.headers.getlist("X-Forwarded-For"),
+        config.server.trusted_proxies,
+    )
+    return registration_limit.counted(
+        storage(), now, address, config.registration.per_address_per_hour
+    )
 
 
 def _queue_uris(client: Client) -> None:

@@ -11,7 +11,7 @@ import click
 
 from .. import secrets_at_rest
 from ..api.bearer import SCOPE_ALIASES
-from ..services import accounts, clients, identity_links
+from ..services import accounts, clients, identity_links, signin
 from . import CLOCK, _config, _store, emit, fail, main
 
 # -- clients -----------------------------------------------------------------------------------
@@ -239,18 +239,21 @@ def user_create(
         if name in attributes:
             fail(f"The claim {name!r} is given twice.")
         attributes[name] = value
-    password_hash = _password_hash() if password_stdin else None
+    password_hash = _password_hash(ctx) if password_stdin else None
     created = accounts.create_user(_store(ctx), CLOCK.now(), username, password_hash, attributes)
     if created is None:
         fail(f"The username {username!r} is taken.")
     emit({"sub": created.sub})
 
 
-def _password_hash() -> str:
-    """The argon2id hash of the password on the first line of standard input."""
+def _password_hash(ctx: click.Context) -> str:
+    """The argon2id hash of the password on the first line of standard input; at least
+    `[signin] min_password_length` characters and at most what sign-in reads."""
     password = sys.stdin.readline().rstrip("\r\n")
     if not password:
         fail("No password was read from standard input.")
+    if (problem := signin.password_problem(password, _config(ctx).signin)) is not None:
+        fail(problem)
     return secrets_at_rest.hash_password(password)
 
 
@@ -324,8 +327,19 @@ def user_set_password(ctx: click.Context, username: str, password_stdin: bool) -
     found = store.get_user_by_username(username)
     if found is None:
         fail(f"There is no user {username!r}.")
-    ended = accounts.set_password_hash(store, found.sub, _password_hash())
+    ended = accounts.set_password_hash(store, found.sub, _password_hash(ctx))
     emit({"username": username, "password_set": True, "sessions_ended": ended})
+
+
+@user.command("unlock")
+@click.argument("username")
+@click.pass_context
+def user_unlock(ctx: click.Context, username: str) -> None:
+    """End the lockout of a name after failed sign-ins, from everywhere and from every address
+    (a new password does not). A name that is no account succeeds too: its failures are counted
+    all the same."""
+    forgotten = signin.unlock(_store(ctx), username)
+    emit({"username": username, "unlocked": True, "failures_forgotten": forgotten})
 
 
 @user.command("delete")

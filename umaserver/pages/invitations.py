@@ -29,8 +29,9 @@ from flask import Blueprint, abort, redirect, session
 from werkzeug.wrappers import Response as BaseResponse
 
 from .. import secrets_at_rest
+from ..config import MAX_PASSWORD_LENGTH
 from ..runtime import runtime
-from ..services import accounts, invitations, notices, shares
+from ..services import accounts, invitations, notices, shares, signin
 from ..storage.per_request import storage
 from ..storage.records import ResourceSet, User
 from . import csrf, sessions
@@ -44,8 +45,9 @@ MAX_ID = 256  # longer is no _id of ours
 # The session key under which a new link waits to be shown once on its set's page.
 NEW_LINK = "new_invitation_link"
 USERNAME_LENGTH = 64
-MIN_PASSWORD = 8  # NIST SP 800-63B's minimum for a password a person chooses
-MAX_PASSWORD = 1024
+# The most characters of a password field read: a password longer than sign-in reads
+# (config.MAX_PASSWORD_LENGTH) gets a message next to its field, one far longer a 400 page.
+MAX_PASSWORD_FIELD = 4 * MAX_PASSWORD_LENGTH
 
 
 def remember_link(new: invitations.NewInvitation, rs_id: str) -> None:
@@ -195,8 +197,8 @@ def _account_errors(username: str, password: str, again: str) -> dict[str, str]:
         problem = accounts.username_problem(username)
         if problem is not None:
             errors["username"] = problem
-    if len(password) < MIN_PASSWORD:
-        errors["password"] = f"Choose a password of at least {MIN_PASSWORD} characters."
+    if (problem := signin.password_problem(password, runtime().config.signin)) is not None:
+        errors["password"] = problem
     elif password != again:
         errors["again"] = "The two passwords are not the same: type the password again."
     return errors
@@ -211,8 +213,8 @@ def create_account(token: str) -> BaseResponse:
     if not runtime().config.sharing.invitations_create_accounts:
         abort(404)
     username = one_field("username", 4 * USERNAME_LENGTH, required=True).strip()
-    password = one_field("password", MAX_PASSWORD, required=True)
-    again = one_field("again", MAX_PASSWORD, required=True)
+    password = one_field("password", MAX_PASSWORD_FIELD, required=True)
+    again = one_field("again", MAX_PASSWORD_FIELD, required=True)
     errors = _account_errors(username, password, again)
     if errors:
         return _page(token, found, status=400, errors=errors, username=username)

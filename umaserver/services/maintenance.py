@@ -6,7 +6,8 @@ one), assertion uses, RPTs with their permissions, initial access tokens, PATs a
 their RPTs: an RPT may outlive its AAT, and a token with an RPT still stored under it stays),
 authorization codes and refresh tokens (used ones too: until then a reused one is still recognised
 and revokes its family); also sessions as soon as they have expired, and failed sign-ins older than
-a day (or than `failure_memory`, when the sign-in limits look further back), and the access
+a day (or than `failure_memory`, when the sign-in limits look further back), with the open
+registrations counted in the same table (`registration_limit`, which looks back an hour), and the access
 history's events older than `[audit] keep_days`, requests to owners a day past their
 `expires_at` (decided or not: a decided one is kept while its ticket may still be polled),
 invitations expired or used more than a day ago (the link then reads as unknown), and notices

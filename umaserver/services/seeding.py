@@ -31,7 +31,7 @@ from ..storage import Storage
 from ..storage.people_records import SeededParty
 from ..storage.records import Client
 from ..toml_reader import toml_string
-from . import accounts, clients, identity_links
+from . import accounts, clients, identity_links, signin
 
 
 @dataclass(frozen=True)
@@ -107,16 +107,13 @@ def _file_problems(
 ) -> list[str]:
     """What the file and the config tell is wrong, with the checks of the commands."""
     problems: list[str] = []
-    minimum = getattr(config.signin, "min_password_length", 1)
     for user in seed.users:
         if (problem := accounts.new_username_problem(user.username)) is not None:
             problems.append(seed.problem(f"{user.place}.username", problem))
-        if user.password is not None and len(user.password) < minimum:
-            problems.append(
-                seed.problem(
-                    f"{user.place}.password", f"must be at least {minimum} characters long"
-                )
-            )
+        if user.password is not None and (
+            problem := signin.password_problem(user.password, config.signin)
+        ):
+            problems.append(seed.problem(f"{user.place}.password", problem))
     for client in seed.clients:
         place = client.place
         found: list[str] = []

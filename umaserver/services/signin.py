@@ -8,6 +8,13 @@ it (from everywhere, or from that address) for `lockout` seconds from the last o
 them; while locked the password is not even checked (nor is the attempt counted). An account that
 does not exist is counted, checked against a dummy hash and answered exactly like a wrong password,
 so that neither the answer nor its time tells whether a username exists.
+
+An attempt is counted as a failure BEFORE its password is checked (reserved: the count and the
+row added are one transaction, under the account's key held), and a success forgets the failures
+as it always did. So concurrent guesses check at most `max_failures` passwords per window from one
+address and `account_max_failures` per account, however many arrive at once: a check that reads
+the lock and writes the failure after it let 40 guesses at once check 12 (issue 27, N4).
+`unlock` (the `user unlock` command) forgets the failures of a name from everywhere.
 """
 
 from __future__ import annotations
@@ -19,15 +26,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .. import events, secrets_at_rest
-from ..config import SigninSettings
+from ..config import MAX_PASSWORD_LENGTH, SigninSettings
 from ..storage import Storage
 from ..storage.records import User
 
 log = logging.getLogger("umaserver.signin")
 
-# Longer usernames and passwords are refused without a check (they cost hashing time and log space).
+# Longer usernames and passwords (config.MAX_PASSWORD_LENGTH, 1,024) are refused without a check
+# (they cost hashing time and log space).
 MAX_USERNAME_LENGTH = 256
-MAX_PASSWORD_LENGTH = 1024
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,19 @@ class Outcome:
     kind: Literal["signed_in", "failed", "locked"]
     user: User | None = None
     retry_at: int = 0
+
+
+def password_problem(password: str, settings: SigninSettings) -> str | None:
+    """Why `password` may not be a person's new password, as a sentence; None when it may: at
+    least `[signin] min_password_length` characters, and at most what sign-in reads (a longer one
+    could never sign in)."""
+    if len(password) < settings.min_password_length:
+        return f"Choose a password of at least {settings.min_password_length} characters."
+    if len(password) > MAX_PASSWORD_LENGTH:
+        return (
+            f"Choose a password of at most {MAX_PASSWORD_LENGTH} characters: sign-in reads no more."
+        )
+    return None
 
 
 def failure_keys(username: str, address: str) -> tuple[str, str]:
@@ -85,10 +105,9 @@ def sign_in(
     Logs one line (the username and the address, never the password)."""
     name = username[:MAX_USERNAME_LENGTH]
     keys = failure_keys(name, address)
-    retry_at = _lock(storage, keys, now, settings)
+    retry_at = _reserve(storage, keys, now, settings)
     if retry_at:
-        log.info("sign-in locked username=%r address=%s until=%d", name, address, retry_at)
-        return Outcome("locked", retry_at=retry_at)
+        return _locked(name, address, retry_at)
     user = storage.get_user_by_username(username) if len(username) <= MAX_USERNAME_LENGTH else None
     if len(unverified_password) > MAX_PASSWORD_LENGTH:
         unverified_password = ""  # still spend the time of a check: the answer is the same
@@ -97,14 +116,7 @@ def sign_in(
     else:
         good = secrets_at_rest.check_password(unverified_password, user.password_hash)
     if not good or user is None:
-        with storage.transaction():
-            for key in keys:
-                storage.record_signin_failure(key, now)
-        events.signin_failed(name, address)
-        retry_at = _lock(storage, keys, now, settings)
-        if retry_at:
-            events.locked_out(name, address, retry_at)
-        return Outcome("locked", retry_at=retry_at) if retry_at else Outcome("failed")
+        return _failed(storage, keys, name, address, now, settings)
     with storage.transaction():
         for key in keys:
             storage.clear_signin_failures(key)
@@ -112,6 +124,54 @@ def sign_in(
             storage.set_password_hash(user.sub, secrets_at_rest.hash_password(unverified_password))
     log.info("sign-in succeeded username=%r address=%s", name, address)
     return Outcome("signed_in", user=user)
+
+
+def _reserve(storage: Storage, keys: tuple[str, str], now: int, settings: SigninSettings) -> int:
+    """Counts this attempt as a failure of both keys unless they are locked; when the lock ends
+    when they are (nothing is then counted). The account's key is held for the count and the
+    rows: every attempt on the account, from any address, takes it, so none counts rows another
+    is adding."""
+    with storage.transaction():
+        storage.hold_signin_key(keys[0])
+        retry_at = _lock(storage, keys, now, settings)
+        if not retry_at:
+            for key in keys:
+                storage.record_signin_failure(key, now)
+    return retry_at
+
+
+def _locked(name: str, address: str, retry_at: int) -> Outcome:
+    """A sign-in refused unchecked: the account is locked (from everywhere, or from `address`)."""
+    log.info("sign-in locked username=%r address=%s until=%d", name, address, retry_at)
+    return Outcome("locked", retry_at=retry_at)
+
+
+def _failed(
+    storage: Storage,
+    keys: tuple[str, str],
+    name: str,
+    address: str,
+    now: int,
+    settings: SigninSettings,
+) -> Outcome:
+    """A password checked and wrong (or no account): its failure was counted before the check;
+    answered `locked` when this failure (or a racing one) locked the account."""
+    events.signin_failed(name, address)
+    retry_at = _lock(storage, keys, now, settings)
+    if retry_at:
+        events.locked_out(name, address, retry_at)
+    return Outcome("locked", retry_at=retry_at) if retry_at else Outcome("failed")
+
+
+def unlock(storage: Storage, username: str) -> int:
+    """Forgets the failed sign-ins of `username` from everywhere and from every address, which
+    ends its lockouts; how many were forgotten. A name that is no account has them too."""
+    account, from_address = failure_keys(username[:MAX_USERNAME_LENGTH], "")
+    with storage.transaction():
+        storage.hold_signin_key(account)
+        return storage.clear_signin_failures(account) + storage.clear_signin_failures_under(
+            from_address
+        )
 
 
 def client_address(

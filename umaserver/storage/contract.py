@@ -197,7 +197,13 @@ class Sessions(Protocol):
 
 class SigninFailures(Protocol):
     """Failed sign-ins, each a moment under a key the caller chooses (an account, an account
-    from one address)."""
+    from one address); also attempts reserved before they are made (a sign-in before its password
+    is checked, an open registration)."""
+
+    def hold_signin_key(self, key: str) -> None:
+        """Inside a transaction: no other transaction that holds the key reads or adds its
+        failures until this one ends (so a count and the failure added after it are one step)."""
+        ...
 
     def record_signin_failure(self, key: str, failed_at: int) -> None: ...
 
@@ -207,6 +213,10 @@ class SigninFailures(Protocol):
 
     def clear_signin_failures(self, key: str) -> int:
         """Forgets every failure of the key; how many."""
+        ...
+
+    def clear_signin_failures_under(self, prefix: str) -> int:
+        """Forgets every failure of every key that starts with `prefix`; how many."""
         ...
 
     def delete_signin_failures_before(self, moment: int, limit: int) -> int:

@@ -60,6 +60,16 @@ class Sessions(Handle):
 
     # -- failed sign-ins -----------------------------------------------------------------------
 
+    def hold_signin_key(self, key: str) -> None:
+        if self._dialect.row_locks:
+            # A lock on the key, which holds whether or not a row exists yet, until the
+            # transaction ends: the count of its rows and the row added after it are then one
+            # step for every process (READ COMMITTED alone lets two count the same rows). SQLite's
+            # transaction holds the database.
+            self._execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (f"signin_failures\n{key}",)
+            )
+
     def record_signin_failure(self, key: str, failed_at: int) -> None:
         self._write("INSERT INTO signin_failures (key, failed_at) VALUES (?, ?)", (key, failed_at))
 
@@ -74,6 +84,11 @@ class Sessions(Handle):
 
     def clear_signin_failures(self, key: str) -> int:
         return self._write("DELETE FROM signin_failures WHERE key = ?", (key,))
+
+    def clear_signin_failures_under(self, prefix: str) -> int:
+        return self._write(
+            "DELETE FROM signin_failures WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+        )
 
     def delete_signin_failures_before(self, moment: int, limit: int) -> int:
         return self._write(
