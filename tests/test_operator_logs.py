@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -294,3 +295,24 @@ def test_a_fresh_process_configured_for_json_writes_json() -> None:
     found = json.loads(line)
     assert found["event"] == "resource_set" and found["action"] == "deleted"
     assert found["message"] == "action=deleted resource_set=r1 owner=alice client=c1"
+
+
+def test_serve_believes_x_forwarded_for_from_a_trusted_proxy(tmp_path: Path) -> None:
+    # Under `serve` (waitress) the app must see X-Forwarded-For to take the address after
+    # [server] trusted_proxies: /metrics allows only the address the proxy names.
+    server = start_server(
+        tmp_path,
+        extra_config=(
+            '[server]\ntrusted_proxies = ["127.0.0.1/32"]\n'
+            '[metrics]\nenabled = true\nallow = ["203.0.113.7/32"]\n'
+        ),
+    )
+    try:
+        metrics = server.url + "/metrics"
+        assert requests.get(metrics, timeout=10).status_code == 403  # the proxy itself
+        named = requests.get(metrics, headers={"X-Forwarded-For": "203.0.113.7"}, timeout=10)
+        assert named.status_code == 200, named.text
+        other = requests.get(metrics, headers={"X-Forwarded-For": "198.51.100.1"}, timeout=10)
+        assert other.status_code == 403
+    finally:
+        stop_server(server)

@@ -269,7 +269,10 @@ def make_server(app: Flask, max_body_bytes: int, settings: ServerSettings) -> An
         # Waitress refuses a larger body before buffering it (to disk): answered by our JSON task.
         max_request_body_size=max_body_bytes,
         ident="umaserver",
-        clear_untrusted_proxy_headers=True,
+        # Waitress trusts no proxy of its own here: it would drop X-Forwarded-For before the app
+        # reads it. With [server] trusted_proxies the app believes the header only from them
+        # (services.signin.client_address); without, waitress drops it as before.
+        clear_untrusted_proxy_headers=not settings.trusted_proxies,
         connection_limit=settings.connection_limit,
         channel_timeout=settings.channel_timeout,
         # How often waitress looks for idle connections past channel_timeout.
