@@ -262,3 +262,14 @@ def test_dev_refuses_a_broken_seed_naming_the_place(runner: Runner, tmp_path: Pa
     assert told.splitlines()[0] == NOT_FOR_PRODUCTION
     assert "clients[0].colour" in told
     assert list(refused.temporary.iterdir()) == []
+
+
+def test_dev_stops_on_sigint_when_started_with_it_ignored(runner: Runner) -> None:
+    # A shell's background job, or a test runner's worker, starts its children with SIGINT
+    # ignored; dev (and serve) still stop on it.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        dev = runner.serving("--port", str(free_port()))
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert dev.stop(signal.SIGINT) == 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -191,6 +192,9 @@ def run_server(
     (None: the config's); `listening` is called once the port is bound, before serving."""
     from ..serving import freeze_startup_objects, issuer_mismatch, make_server
 
+    # SIGINT (Ctrl-C) stops the server even when this process was started with it ignored, as a
+    # shell's background job or a test runner's worker starts its children.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     app = _app(config)  # prepares the database, or logs why it cannot now
     # SQLite's opener or PostgreSQL's (whose module is loaded only with a PostgreSQL database).
     handles: object = opener(app)
@@ -237,8 +241,11 @@ def run_server(
     sys.stdout.flush()
     if listening is not None:
         listening()
-    freeze_startup_objects()
-    server.run()
+    try:
+        freeze_startup_objects()
+        server.run()  # ends on SIGINT (KeyboardInterrupt) and SystemExit, closing the server
+    except KeyboardInterrupt:  # a SIGINT that came before waitress's loop began: the same stop
+        server.close()
 
 
 def _app(config: Config) -> Flask:
